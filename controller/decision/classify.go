@@ -1,0 +1,226 @@
+package decision
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Classify gives every container of the pod its role and, for sidecars, its
+// marks and the quick-exit image it may be swapped to. Problems found in the
+// marks (bad env values, invalid or disallowed images, annotation names that
+// match no regular container) come back as Problems; a container whose marks
+// are unusable is never made a sidecar by them, which is the safe side.
+func Classify(pod *corev1.Pod, policy Policy) ([]Container, []Problem) {
+	var problems []Problem
+	listed, annotationProblems := annotatedSidecars(pod)
+	problems = append(problems, annotationProblems...)
+
+	statuses := statusByName(pod.Status.ContainerStatuses)
+	out := make([]Container, 0, len(pod.Spec.InitContainers)+len(pod.Spec.Containers))
+	for i, c := range pod.Spec.InitContainers {
+		role := RoleInit
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			role = RoleNativeSidecar
+		}
+		out = append(out, withStatus(Container{Name: c.Name, Index: i, Role: role, Image: c.Image},
+			statusByName(pod.Status.InitContainerStatuses)[c.Name]))
+	}
+	for i, c := range pod.Spec.Containers {
+		ctr, ps := classifyRegular(pod, i, c, listed[c.Name], policy)
+		problems = append(problems, ps...)
+		out = append(out, withStatus(ctr, statuses[c.Name]))
+	}
+	return out, problems
+}
+
+func classifyRegular(pod *corev1.Pod, index int, c corev1.Container, annotated bool, policy Policy) (Container, []Problem) {
+	ctr := Container{Name: c.Name, Index: index, Role: RoleMain, Image: c.Image}
+	var problems []Problem
+	bad := func(reason, format string, args ...any) {
+		problems = append(problems, Problem{Reason: reason, Message: fmt.Sprintf("container %q: ", c.Name) + fmt.Sprintf(format, args...)})
+	}
+	var image string
+	for _, env := range c.Env {
+		switch env.Name {
+		case EnvTerminate, EnvIgnoreExitCode:
+			value, ok := literalBool(env)
+			if !ok {
+				bad(ReasonInvalidSidecarEnv, "env %s must be the literal value \"true\" or \"false\", got %s; the container is not treated as marked by it", env.Name, describeEnvValue(env))
+				continue
+			}
+			if env.Name == EnvTerminate && value {
+				ctr.KillByCRR = true
+				ctr.MarkedBy = append(ctr.MarkedBy, EnvTerminate)
+			}
+			if env.Name == EnvIgnoreExitCode {
+				ctr.IgnoreExitCode = value
+			}
+		case EnvTerminateWithImage:
+			if env.ValueFrom != nil {
+				bad(ReasonInvalidSidecarEnv, "env %s must have a literal value, not valueFrom", env.Name)
+				continue
+			}
+			if env.Value == "" {
+				continue
+			}
+			// The container is a sidecar even when its image proves unusable:
+			// its owner said so, and treating it as a main container would only
+			// keep the pod waiting for it forever.
+			ctr.MarkedBy = append(ctr.MarkedBy, EnvTerminateWithImage)
+			image = env.Value
+		}
+	}
+	if annotated {
+		ctr.KillByCRR = true
+		ctr.MarkedBy = append(ctr.MarkedBy, AnnotationSidecars)
+		if image == "" {
+			image = pod.Annotations[AnnotationQuickExitImage]
+		}
+	}
+	if len(ctr.MarkedBy) == 0 {
+		// The ignore-exit-code mark means nothing on a main container.
+		ctr.IgnoreExitCode = false
+		return ctr, problems
+	}
+	ctr.Role = RoleSidecar
+	if image != "" {
+		if err := ValidateImage(image); err != nil {
+			bad(ReasonInvalidQuickExitImage, "quick-exit image %q is not a valid image reference: %v", image, err)
+		} else if !imageAllowed(image, policy.AllowedQuickExitImages) {
+			bad(ReasonQuickExitImageNotAllowed, "quick-exit image %q is not in the allowlist %v", image, policy.AllowedQuickExitImages)
+		} else {
+			ctr.QuickExitImage = image
+		}
+	}
+	return ctr, problems
+}
+
+// literalBool reads a true/false env value, in any case. Anything else,
+// including an empty value or a valueFrom, is not a usable mark.
+func literalBool(env corev1.EnvVar) (value, ok bool) {
+	if env.ValueFrom != nil {
+		return false, false
+	}
+	switch strings.ToLower(env.Value) {
+	case "true":
+		return true, true
+	case "false":
+		return false, true
+	}
+	return false, false
+}
+
+func describeEnvValue(env corev1.EnvVar) string {
+	if env.ValueFrom != nil {
+		return "a valueFrom"
+	}
+	v := env.Value
+	if len(v) > 64 {
+		v = v[:64] + "..."
+	}
+	return fmt.Sprintf("%q", v)
+}
+
+// annotatedSidecars reads the sidecar-terminator.io/sidecars annotation. Names
+// that are not regular containers (unknown, or init containers) are reported.
+func annotatedSidecars(pod *corev1.Pod) (map[string]bool, []Problem) {
+	raw, ok := pod.Annotations[AnnotationSidecars]
+	if !ok {
+		return nil, nil
+	}
+	regular := map[string]bool{}
+	for _, c := range pod.Spec.Containers {
+		regular[c.Name] = true
+	}
+	listed := map[string]bool{}
+	var unknown []string
+	for _, n := range strings.Split(raw, ",") {
+		n = strings.TrimSpace(n)
+		if n == "" {
+			continue
+		}
+		if regular[n] {
+			listed[n] = true
+		} else {
+			unknown = append(unknown, n)
+		}
+	}
+	if len(unknown) == 0 {
+		return listed, nil
+	}
+	sort.Strings(unknown)
+	return listed, []Problem{{Reason: ReasonUnknownSidecarName, Message: fmt.Sprintf(
+		"annotation %s names %q, which are not regular containers of the pod; they are ignored", AnnotationSidecars, unknown)}}
+}
+
+// ValidateImage checks that image is a valid image reference.
+func ValidateImage(image string) error {
+	if strings.TrimSpace(image) != image {
+		return fmt.Errorf("leading or trailing white space")
+	}
+	_, err := name.ParseReference(image)
+	return err
+}
+
+func imageAllowed(image string, allowlist []string) bool {
+	if len(allowlist) == 0 {
+		return true
+	}
+	ref, err := name.ParseReference(image)
+	if err != nil {
+		return false
+	}
+	for _, allowed := range allowlist {
+		if allowed == image {
+			return true
+		}
+		tail := allowed[strings.LastIndex(allowed, "/")+1:]
+		if strings.ContainsAny(tail, ":@") {
+			// A full reference allows exactly that image, however it is spelled.
+			if want, err := name.ParseReference(allowed); err == nil && want.Name() == ref.Name() {
+				return true
+			}
+			continue
+		}
+		// A bare repository allows any tag or digest of it.
+		if repo, err := name.NewRepository(allowed); err == nil && repo.Name() == ref.Context().Name() {
+			return true
+		}
+	}
+	return false
+}
+
+func statusByName(statuses []corev1.ContainerStatus) map[string]*corev1.ContainerStatus {
+	m := make(map[string]*corev1.ContainerStatus, len(statuses))
+	for i := range statuses {
+		m[statuses[i].Name] = &statuses[i]
+	}
+	return m
+}
+
+func withStatus(c Container, s *corev1.ContainerStatus) Container {
+	if s == nil {
+		c.State = StateUnknown
+		return c
+	}
+	c.RestartCount = s.RestartCount
+	c.ContainerID = s.ContainerID
+	c.WasTerminated = s.LastTerminationState.Terminated != nil
+	switch {
+	case s.State.Terminated != nil:
+		c.State = StateTerminated
+		c.ExitCode = s.State.Terminated.ExitCode
+		c.FinishedAt = s.State.Terminated.FinishedAt.Time
+	case s.State.Running != nil:
+		c.State = StateRunning
+	case s.State.Waiting != nil:
+		c.State = StateWaiting
+	default:
+		c.State = StateUnknown
+	}
+	return c
+}

@@ -1,0 +1,182 @@
+package decision
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Decide returns the plan for one pod. It never reads a clock or the network:
+// the same input always gives the same plan.
+func Decide(in Input) Plan {
+	pod := in.Pod
+	settled, why, ok := eligible(pod)
+	if !ok {
+		return Plan{Verdict: VerdictIgnored, Reason: why}
+	}
+	containers, problems := Classify(pod, in.Policy)
+	plan := Plan{Containers: containers, Problems: problems}
+
+	var mains, sidecars []Container
+	for _, c := range containers {
+		switch c.Role {
+		case RoleMain:
+			mains = append(mains, c)
+		case RoleSidecar:
+			sidecars = append(sidecars, c)
+		}
+	}
+	if len(sidecars) == 0 {
+		return plan.with(VerdictNoSidecars, "no regular container is marked as a sidecar")
+	}
+	if len(mains) == 0 {
+		plan.Problems = append(plan.Problems, Problem{Reason: ReasonNoMainContainer,
+			Message: "every regular container is marked as a sidecar; with no main container to wait for, none is stopped"})
+		return plan.with(VerdictNoMain, "the pod has no main container")
+	}
+	doneAt, waitingFor := mainsDone(pod.Spec.RestartPolicy, mains)
+	if waitingFor != "" {
+		return plan.with(VerdictMainsActive, waitingFor)
+	}
+	plan.MainsDoneAt = doneAt
+
+	var regular, ignoring []Container
+	for _, s := range sidecars {
+		switch {
+		case s.State == StateTerminated:
+		case s.IgnoreExitCode:
+			ignoring = append(ignoring, s)
+		case !settled:
+			regular = append(regular, s)
+		}
+	}
+	switch {
+	case len(regular) > 0:
+		// Ignore-exit-code sidecars wait until the others have terminated:
+		// the phase is settled only then.
+		return plan.kill(in, regular)
+	case len(ignoring) > 0:
+		if !settled {
+			plan.Actions = append(plan.Actions, Action{Kind: ActionSettlePhase,
+				Containers: names(ignoring), Phase: settledPhase(mains)})
+		}
+		return plan.kill(in, ignoring)
+	}
+	return plan.with(VerdictDone, "the main containers are done and every sidecar has terminated")
+}
+
+// eligible applies the filter of the pods the controller looks at. settled is
+// true for a pod whose phase this controller already settled (ignore exit code):
+// it is looked at until its ignore-exit-code sidecars have stopped.
+func eligible(pod *corev1.Pod) (settled bool, why string, ok bool) {
+	switch pod.Spec.RestartPolicy {
+	case corev1.RestartPolicyNever, corev1.RestartPolicyOnFailure:
+	default:
+		return false, fmt.Sprintf("restartPolicy is %q: not a Job-type pod", pod.Spec.RestartPolicy), false
+	}
+	if pod.DeletionTimestamp != nil {
+		return false, "the pod is being deleted", false
+	}
+	switch pod.Status.Phase {
+	case corev1.PodSucceeded, corev1.PodFailed:
+		if !HasSidecarTerminatedCondition(pod) {
+			return false, fmt.Sprintf("the pod has finished (%s)", pod.Status.Phase), false
+		}
+		settled = true
+	case corev1.PodPending, "":
+		// A sidecar that never started keeps the phase Pending after the main
+		// containers ran; an uninitialized pod has no running main yet.
+		if !initialized(pod) {
+			return false, "the pod is pending: its init containers have not all completed", false
+		}
+	}
+	reported := statusByName(pod.Status.ContainerStatuses)
+	for _, c := range pod.Spec.Containers {
+		if reported[c.Name] == nil {
+			return false, fmt.Sprintf("container %q has no status yet", c.Name), false
+		}
+	}
+	return settled, "", true
+}
+
+func initialized(pod *corev1.Pod) bool {
+	statuses := statusByName(pod.Status.InitContainerStatuses)
+	for _, c := range pod.Spec.InitContainers {
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			continue
+		}
+		s := statuses[c.Name]
+		if s == nil || s.State.Terminated == nil || s.State.Terminated.ExitCode != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// mainsDone reports when the last main container finished, or, when one is
+// not done, why. Under OnFailure a non-zero exit is not done: the kubelet
+// restarts the container.
+func mainsDone(policy corev1.RestartPolicy, mains []Container) (time.Time, string) {
+	var last time.Time
+	for _, m := range mains {
+		if m.State != StateTerminated {
+			return time.Time{}, fmt.Sprintf("main container %q is %s", m.Name, m.State)
+		}
+		if policy == corev1.RestartPolicyOnFailure && m.ExitCode != 0 {
+			return time.Time{}, fmt.Sprintf("main container %q exited with code %d and restartPolicy OnFailure restarts it", m.Name, m.ExitCode)
+		}
+		if m.FinishedAt.After(last) {
+			last = m.FinishedAt
+		}
+	}
+	return last, ""
+}
+
+func settledPhase(mains []Container) corev1.PodPhase {
+	for _, m := range mains {
+		if m.ExitCode != 0 {
+			return corev1.PodFailed
+		}
+	}
+	return corev1.PodSucceeded
+}
+
+// HasSidecarTerminatedCondition reports whether this controller settled the pod's phase.
+func HasSidecarTerminatedCondition(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == ConditionSidecarTerminated && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+// CRRName is the deterministic name of the attempt-th ContainerRecreateRequest
+// for a pod: a restarted controller, or one whose cache lags, computes the same
+// name and so cannot create a second CRR for the same attempt.
+func CRRName(pod *corev1.Pod, attempt int) string {
+	uid := strings.ReplaceAll(string(pod.UID), "-", "")
+	if len(uid) > 8 {
+		uid = uid[:8]
+	}
+	base := pod.Name
+	if len(base) > 200 {
+		base = strings.TrimRight(base[:200], "-.")
+	}
+	return fmt.Sprintf("%s-%s-st%d", base, uid, attempt)
+}
+
+func (p Plan) with(v Verdict, reason string) Plan {
+	p.Verdict, p.Reason = v, reason
+	return p
+}
+
+func names(cs []Container) []string {
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = c.Name
+	}
+	return out
+}

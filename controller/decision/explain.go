@@ -1,0 +1,54 @@
+package decision
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// Explain writes, for a person, how each container was classified and what
+// the plan is and why.
+func (p Plan) Explain(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "CONTAINER\tROLE\tSTATE\tMARKED BY\tSTOP BY")
+	for _, c := range p.Containers {
+		state := string(c.State)
+		if c.State == StateTerminated {
+			state = fmt.Sprintf("terminated(%d)", c.ExitCode)
+		}
+		marks, stop := "-", "-"
+		if c.Role == RoleSidecar {
+			marks = strings.Join(c.MarkedBy, ",")
+			var ways []string
+			if c.KillByCRR {
+				ways = append(ways, "crr")
+			}
+			if c.QuickExitImage != "" {
+				ways = append(ways, "image "+c.QuickExitImage)
+			}
+			if c.IgnoreExitCode {
+				ways = append(ways, "ignore-exit-code")
+			}
+			if len(ways) > 0 {
+				stop = strings.Join(ways, ", ")
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.Name, c.Role, state, marks, stop)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\nDecision: %s\nReason:   %s\n", p.Verdict, p.Reason)
+	for _, a := range p.Actions {
+		fmt.Fprintf(w, "Action:   %s\n", describeActions([]Action{a}))
+	}
+	for _, pr := range p.Problems {
+		fmt.Fprintf(w, "Warning:  %s: %s\n", pr.Reason, pr.Message)
+	}
+	if p.RequeueAfter > 0 {
+		fmt.Fprintf(w, "Recheck:  in %s\n", p.RequeueAfter)
+	}
+	_, err := fmt.Fprintln(w)
+	return err
+}

@@ -1,0 +1,195 @@
+package decision
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Waits used when nothing in the pod will change on its own to wake us.
+const (
+	nodeMissingRequeue = 30 * time.Second
+	waitingRequeue     = 10 * time.Second
+)
+
+// kill plans how to stop the target sidecars (none terminated) of a pod
+// whose main containers are done, following through on earlier CRRs.
+func (p Plan) kill(in Input, targets []Container) Plan {
+	if !in.Node.Found {
+		p.Problems = append(p.Problems, Problem{Reason: ReasonNodeNotFound,
+			Message: fmt.Sprintf("node %q is not known, so its kind (normal or virtual) is not either; no sidecar is stopped", in.Node.Name)})
+		p.RequeueAfter = nodeMissingRequeue
+		return p.with(VerdictNoPath, "the pod's node is not known")
+	}
+	latest := latestCRR(in.CRRs)
+	var deadline time.Time
+	inFlight := false
+	if latest != nil {
+		deadline = latest.Created.Add(in.Policy.CRRDeadline)
+		inFlight = !latest.Finished() && in.Now.Before(deadline)
+	}
+
+	var byCRR, bySwap []Container
+	var waiting, noPath []string
+	for _, c := range targets {
+		if c.QuickExitImage != "" && c.Image == c.QuickExitImage {
+			waiting = append(waiting, fmt.Sprintf("%q already has its quick-exit image", c.Name))
+			continue
+		}
+		targeted := latest != nil && contains(latest.Containers, c.Name)
+		if targeted && inFlight && !cameBack(c, *latest) {
+			waiting = append(waiting, fmt.Sprintf("%q is being stopped by %s", c.Name, latest.Name))
+			p.requeue(deadline.Sub(in.Now) + time.Second)
+			continue
+		}
+		failed := everTargeted(in.CRRs, c.Name)
+		if failed {
+			p.FailedKills = append(p.FailedKills, c.Name)
+			p.Problems = append(p.Problems, Problem{Reason: ReasonSidecarKillFailed, Message: fmt.Sprintf(
+				"container %q still %s after %s ended or passed its deadline", c.Name, c.State, latest.Name)})
+		}
+		switch {
+		case in.Node.Virtual:
+			if c.QuickExitImage == "" {
+				noPath = append(noPath, fmt.Sprintf("container %q is on virtual node %q, which runs no kruise-daemon, and has no usable quick-exit image", c.Name, in.Node.Name))
+				continue
+			}
+			bySwap = append(bySwap, c)
+		case c.State != StateRunning:
+			// A ContainerRecreateRequest stops a running container; one that
+			// never started (or waits to restart) has nothing to stop.
+			if c.QuickExitImage == "" {
+				noPath = append(noPath, fmt.Sprintf("container %q is %s, not running, so a ContainerRecreateRequest cannot stop it, and it has no usable quick-exit image", c.Name, c.State))
+				p.requeue(waitingRequeue)
+				continue
+			}
+			bySwap = append(bySwap, c)
+		case failed && c.QuickExitImage != "":
+			bySwap = append(bySwap, c)
+		case c.KillByCRR && in.CRRAPI:
+			byCRR = append(byCRR, c)
+		case c.QuickExitImage != "":
+			bySwap = append(bySwap, c)
+		case c.KillByCRR:
+			noPath = append(noPath, fmt.Sprintf("container %q needs a ContainerRecreateRequest, but that API (OpenKruise) is not installed, and it has no usable quick-exit image", c.Name))
+		default:
+			noPath = append(noPath, fmt.Sprintf("container %q has no usable quick-exit image", c.Name))
+		}
+	}
+
+	if len(byCRR) > 0 {
+		waiting, noPath = p.planCRR(in, latest, inFlight, deadline, byCRR, waiting, noPath)
+	}
+	if len(bySwap) > 0 {
+		a := Action{Kind: ActionSwapImage}
+		for _, c := range bySwap {
+			a.Containers = append(a.Containers, c.Name)
+			a.Swaps = append(a.Swaps, Swap{Index: c.Index, Container: c.Name, From: c.Image, To: c.QuickExitImage})
+		}
+		p.Actions = append(p.Actions, a)
+	}
+	for _, msg := range noPath {
+		p.Problems = append(p.Problems, Problem{Reason: ReasonNoTerminationPath, Message: msg})
+	}
+
+	switch {
+	case len(p.Actions) > 0:
+		return p.with(VerdictAct, "the main containers are done: "+describeActions(p.Actions))
+	case len(waiting) > 0:
+		return p.with(VerdictInProgress, strings.Join(waiting, "; "))
+	default:
+		return p.with(VerdictNoPath, strings.Join(noPath, "; "))
+	}
+}
+
+// planCRR adds the next CRR for the given sidecars, unless one is still in
+// flight (one CRR per pod at a time), the retry backoff has not passed, or the
+// attempts are used up.
+func (p *Plan) planCRR(in Input, latest *CRR, inFlight bool, deadline time.Time, cs []Container, waiting, noPath []string) ([]string, []string) {
+	if inFlight {
+		p.requeue(deadline.Sub(in.Now) + time.Second)
+		return append(waiting, fmt.Sprintf("%s is still in flight; %v wait for it", latest.Name, names(cs))), noPath
+	}
+	attempt := 1
+	if latest != nil {
+		attempt = latest.Attempt + 1
+		if attempt > in.Policy.MaxCRRAttempts {
+			p.Problems = append(p.Problems, Problem{Reason: ReasonSidecarKillGaveUp, Message: fmt.Sprintf(
+				"containers %v still run after %d ContainerRecreateRequests; giving up (set a quick-exit image to let the controller swap it)", names(cs), latest.Attempt)})
+			return waiting, append(noPath, fmt.Sprintf("containers %v: ContainerRecreateRequest attempts used up", names(cs)))
+		}
+		failedAt := latest.Completed
+		if failedAt.IsZero() {
+			failedAt = deadline
+			if latest.Finished() {
+				failedAt = latest.Created
+			}
+		}
+		if notBefore := failedAt.Add(in.Policy.RetryBackoff << (latest.Attempt - 1)); in.Now.Before(notBefore) {
+			p.requeue(notBefore.Sub(in.Now))
+			return append(waiting, fmt.Sprintf("retry %d for %v after backoff", attempt, names(cs))), noPath
+		}
+	}
+	p.Actions = append(p.Actions, Action{Kind: ActionCreateCRR, Containers: names(cs),
+		CRRName: CRRName(in.Pod, attempt), Attempt: attempt})
+	return waiting, noPath
+}
+
+// cameBack reports whether a container targeted by a CRR was restarted since
+// (OnFailure restarts a sidecar that exits non-zero on SIGTERM) and runs again.
+func cameBack(c Container, crr CRR) bool {
+	rc, ok := crr.RestartCounts[c.Name]
+	return ok && c.RestartCount > rc && c.State == StateRunning
+}
+
+func everTargeted(crrs []CRR, container string) bool {
+	for _, c := range crrs {
+		if contains(c.Containers, container) {
+			return true
+		}
+	}
+	return false
+}
+
+func latestCRR(crrs []CRR) *CRR {
+	var latest *CRR
+	for i := range crrs {
+		if latest == nil || crrs[i].Attempt > latest.Attempt {
+			latest = &crrs[i]
+		}
+	}
+	return latest
+}
+
+func (p *Plan) requeue(d time.Duration) {
+	if d <= 0 {
+		d = time.Second
+	}
+	if p.RequeueAfter == 0 || d < p.RequeueAfter {
+		p.RequeueAfter = d
+	}
+}
+
+func describeActions(actions []Action) string {
+	parts := make([]string, len(actions))
+	for i, a := range actions {
+		switch a.Kind {
+		case ActionCreateCRR:
+			parts[i] = fmt.Sprintf("ContainerRecreateRequest %s (attempt %d) stops %v", a.CRRName, a.Attempt, a.Containers)
+		case ActionSwapImage:
+			parts[i] = fmt.Sprintf("image swap stops %v", a.Containers)
+		case ActionSettlePhase:
+			parts[i] = fmt.Sprintf("phase settled to %s before stopping ignore-exit-code sidecars %v", a.Phase, a.Containers)
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,91 @@
+package decision
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Verdict sums up a plan in one word, for logs and metrics.
+type Verdict string
+
+const (
+	VerdictIgnored     Verdict = "Ignored"     // not a pod this controller looks at
+	VerdictNoSidecars  Verdict = "NoSidecars"  // nothing is marked as a sidecar
+	VerdictNoMain      Verdict = "NoMain"      // every container is a sidecar: never act
+	VerdictMainsActive Verdict = "MainsActive" // a main container runs or can still restart
+	VerdictDone        Verdict = "Done"        // every sidecar has terminated
+	VerdictInProgress  Verdict = "InProgress"  // a kill was issued; waiting for it to take effect
+	VerdictAct         Verdict = "Act"         // Actions say what to write
+	VerdictNoPath      Verdict = "NoPath"      // sidecars run, but no way to stop them exists
+)
+
+// ActionKind is one kind of write.
+type ActionKind string
+
+const (
+	// ActionCreateCRR creates a ContainerRecreateRequest; kruise-daemon stops the containers.
+	ActionCreateCRR ActionKind = "ContainerRecreateRequest"
+	// ActionSwapImage patches the sidecars' images to a quick-exit image.
+	ActionSwapImage ActionKind = "ImageSwap"
+	// ActionSettlePhase patches the pod's status to a terminal phase before
+	// its ignore-exit-code sidecars are stopped.
+	ActionSettlePhase ActionKind = "SettlePhase"
+)
+
+// Action is one write. Actions in a plan run in order; a failed one stops the rest.
+type Action struct {
+	Kind       ActionKind
+	Containers []string
+
+	// For ActionCreateCRR.
+	CRRName string
+	Attempt int
+
+	// For ActionSwapImage.
+	Swaps []Swap
+
+	// For ActionSettlePhase.
+	Phase corev1.PodPhase
+}
+
+// Swap replaces the image of spec.containers[Index], expected to be From.
+type Swap struct {
+	Index     int
+	Container string
+	From, To  string
+}
+
+// Problem is something the pod's owner should know: it becomes a Warning event.
+type Problem struct {
+	Reason  string
+	Message string
+}
+
+// Warning event reasons, one per kind of problem.
+const (
+	ReasonInvalidSidecarEnv        = "InvalidSidecarEnv"
+	ReasonInvalidQuickExitImage    = "InvalidQuickExitImage"
+	ReasonQuickExitImageNotAllowed = "QuickExitImageNotAllowed"
+	ReasonUnknownSidecarName       = "UnknownSidecarName"
+	ReasonNoMainContainer          = "NoMainContainer"
+	ReasonNoTerminationPath        = "NoTerminationPath"
+	ReasonNodeNotFound             = "NodeNotFound"
+	ReasonSidecarKillFailed        = "SidecarKillFailed"
+	ReasonSidecarKillGaveUp        = "SidecarKillGaveUp"
+)
+
+// Plan is the outcome of Decide.
+type Plan struct {
+	Verdict    Verdict
+	Reason     string // one sentence: why this verdict
+	Containers []Container
+	Actions    []Action
+	Problems   []Problem
+	// FailedKills names the sidecars whose earlier kill is seen to have failed.
+	FailedKills []string
+	// MainsDoneAt is when the last main container exited, when they are all done.
+	MainsDoneAt time.Time
+	// RequeueAfter asks to look again after this long even if nothing changes.
+	RequeueAfter time.Duration
+}

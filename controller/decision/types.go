@@ -1,0 +1,121 @@
+package decision
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// The marks a pod carries. The env names are OpenKruise's, so pods written for
+// its SidecarTerminator work unchanged.
+const (
+	EnvTerminate             = "KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT"
+	EnvTerminateWithImage    = "KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT_WITH_IMAGE"
+	EnvIgnoreExitCode        = "KRUISE_TERMINATE_SIDECAR_IGNORE_EXIT_CODE"
+	AnnotationSidecars       = "sidecar-terminator.io/sidecars"
+	AnnotationQuickExitImage = "sidecar-terminator.io/quick-exit-image"
+
+	// ConditionSidecarTerminated is set on a pod whose phase this controller
+	// settled before stopping its ignore-exit-code sidecars.
+	ConditionSidecarTerminated corev1.PodConditionType = "SidecarTerminated"
+)
+
+// Role is what a container is to the controller.
+type Role string
+
+const (
+	RoleMain          Role = "main"
+	RoleSidecar       Role = "sidecar"
+	RoleInit          Role = "init"
+	RoleNativeSidecar Role = "native-sidecar"
+)
+
+// State is a container's state as its status reports it.
+type State string
+
+const (
+	StateWaiting    State = "waiting"
+	StateRunning    State = "running"
+	StateTerminated State = "terminated"
+	StateUnknown    State = "unknown"
+)
+
+// Container is one container of the pod, classified.
+type Container struct {
+	Name  string
+	Index int // index in spec.containers or spec.initContainers
+	Role  Role
+	Image string // the image in the pod spec
+
+	// Sidecar marks.
+	MarkedBy       []string // which marks made it a sidecar: env names or the annotation
+	KillByCRR      bool     // may be stopped by a ContainerRecreateRequest
+	QuickExitImage string   // valid, allowed image to swap in; empty when none
+	IgnoreExitCode bool
+
+	// Status.
+	State        State
+	ExitCode     int32
+	RestartCount int32
+	ContainerID  string
+	FinishedAt   time.Time
+	// WasTerminated is true when a previous instance of the container ended
+	// (lastState.terminated): it is waiting to be restarted, not new.
+	WasTerminated bool
+}
+
+// Node is what the controller knows of the pod's node.
+type Node struct {
+	Name    string
+	Found   bool
+	Virtual bool
+}
+
+// CRR is what the decision needs of one ContainerRecreateRequest this
+// controller made for the pod.
+type CRR struct {
+	Name       string
+	Attempt    int
+	Containers []string
+	// RestartCounts holds each target's restart count when the CRR was
+	// admitted (kruise's statusContext), where known.
+	RestartCounts map[string]int32
+	Phase         string // Pending, Recreating, Succeeded, Failed, Completed
+	Created       time.Time
+	Completed     time.Time
+}
+
+// Finished reports whether kruise has stopped working on the CRR.
+func (c CRR) Finished() bool {
+	return c.Phase == "Completed" || c.Phase == "Succeeded" || c.Phase == "Failed"
+}
+
+// Policy holds the operator's knobs.
+type Policy struct {
+	// AllowedQuickExitImages, when not empty, lists the only images that may
+	// be swapped in: a full reference matches exactly, a bare repository
+	// matches any tag or digest of it.
+	AllowedQuickExitImages []string
+	// CRRDeadline is how long a CRR may run before its kill counts as failed;
+	// it is also written as the CRR's activeDeadlineSeconds.
+	CRRDeadline time.Duration
+	// MaxCRRAttempts bounds the CRRs made for one pod.
+	MaxCRRAttempts int
+	// RetryBackoff is the wait before the second CRR; it doubles each time.
+	RetryBackoff time.Duration
+}
+
+// DefaultPolicy is what the controller runs with unless told otherwise.
+func DefaultPolicy() Policy {
+	return Policy{CRRDeadline: time.Minute, MaxCRRAttempts: 3, RetryBackoff: 5 * time.Second}
+}
+
+// Input is everything Decide looks at.
+type Input struct {
+	Pod    *corev1.Pod
+	Node   Node
+	CRRs   []CRR
+	CRRAPI bool // the ContainerRecreateRequest API is served
+	Now    time.Time
+	Policy Policy
+}
