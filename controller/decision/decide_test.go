@@ -373,7 +373,7 @@ func TestDecide(t *testing.T) {
 				crrFor("p", 1, "proxy")}},
 		},
 		"ignore-exit-code with a failed main: settle phase Failed": {
-			pod: podtest.Pod("p").Container("main", exited(3)).Container("proxy", markImage, ignoreRC).Build(),
+			pod:  podtest.Pod("p").Container("main", exited(3)).Container("proxy", markImage, ignoreRC).Build(),
 			node: virtual,
 			want: want{verdict: VerdictAct, actions: []Action{
 				{Kind: ActionSettlePhase, Containers: []string{"proxy"}, Phase: corev1.PodFailed},

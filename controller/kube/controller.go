@@ -1,0 +1,131 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+
+	"github.com/sidecar-terminator/sidecar-terminator/controller/reconciler"
+)
+
+// Syncer is what the workers call: reconciler.Reconciler in production.
+type Syncer interface {
+	Sync(ctx context.Context, key cache.ObjectName) (time.Duration, error)
+}
+
+// Controller feeds pod keys from informer events to a Syncer: handlers only
+// enqueue, workers only sync (sample-controller's shape).
+type Controller struct {
+	caches *Caches
+	syncer Syncer
+	queue  workqueue.TypedRateLimitingInterface[cache.ObjectName]
+	ready  atomic.Bool
+}
+
+// NewController wires event handlers from the caches to a rate-limited queue.
+func NewController(caches *Caches, syncer Syncer) (*Controller, error) {
+	c := &Controller{
+		caches: caches,
+		syncer: syncer,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
+			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: "sidecar-terminator"}),
+	}
+	if _, err := caches.PodInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueuePod,
+		UpdateFunc: func(_, obj any) { c.enqueuePod(obj) },
+		DeleteFunc: c.enqueuePod,
+	}); err != nil {
+		return nil, fmt.Errorf("watch pods: %w", err)
+	}
+	if caches.CRRInformer != nil {
+		if _, err := caches.CRRInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    c.enqueueCRRPod,
+			UpdateFunc: func(_, obj any) { c.enqueueCRRPod(obj) },
+			DeleteFunc: c.enqueueCRRPod,
+		}); err != nil {
+			return nil, fmt.Errorf("watch CRRs: %w", err)
+		}
+	}
+	return c, nil
+}
+
+func (c *Controller) enqueuePod(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	if pod, ok := obj.(*corev1.Pod); ok {
+		c.queue.Add(cache.ObjectName{Namespace: pod.Namespace, Name: pod.Name})
+	}
+}
+
+// enqueueCRRPod wakes the pod a CRR belongs to, so a CRR's progress (or its
+// deletion by someone else) is followed through.
+func (c *Controller) enqueueCRRPod(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	if crr, ok := obj.(*kruisev1alpha1.ContainerRecreateRequest); ok {
+		c.queue.Add(cache.ObjectName{Namespace: crr.Namespace, Name: crr.Spec.PodName})
+	}
+}
+
+// Ready reports whether the caches have synced and the workers run.
+func (c *Controller) Ready() bool { return c.ready.Load() }
+
+// Run waits for the caches, then runs workers until ctx ends. The caches must
+// have been started.
+func (c *Controller) Run(ctx context.Context, workers int) error {
+	defer utilruntime.HandleCrash()
+	defer c.queue.ShutDown()
+	logger := klog.FromContext(ctx)
+	logger.Info("Waiting for informer caches to sync")
+	if !cache.WaitForCacheSync(ctx.Done(), c.caches.Synced()...) {
+		return fmt.Errorf("caches did not sync")
+	}
+	logger.Info("Starting workers", "count", workers)
+	for i := 0; i < workers; i++ {
+		go wait.UntilWithContext(ctx, c.runWorker, time.Second)
+	}
+	c.ready.Store(true)
+	<-ctx.Done()
+	c.ready.Store(false)
+	logger.Info("Shutting down workers")
+	return nil
+}
+
+func (c *Controller) runWorker(ctx context.Context) {
+	for c.processNextWorkItem(ctx) {
+	}
+}
+
+func (c *Controller) processNextWorkItem(ctx context.Context) bool {
+	key, shutdown := c.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer c.queue.Done(key)
+	after, err := c.syncer.Sync(ctx, key)
+	switch {
+	case err != nil:
+		utilruntime.HandleErrorWithContext(ctx, err, "Sync failed; will retry", "pod", key.String())
+		c.queue.AddRateLimited(key)
+	case after > 0:
+		c.queue.Forget(key)
+		c.queue.AddAfter(key, after)
+	default:
+		c.queue.Forget(key)
+	}
+	return true
+}
+
+var _ Syncer = (*reconciler.Reconciler)(nil)

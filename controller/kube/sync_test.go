@@ -1,0 +1,283 @@
+package kube
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
+	kruisefake "github.com/openkruise/kruise-api/client/clientset/versioned/fake"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	metadatafake "k8s.io/client-go/metadata/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
+	"github.com/sidecar-terminator/sidecar-terminator/controller/podtest"
+	"github.com/sidecar-terminator/sidecar-terminator/controller/reconciler"
+)
+
+const quickExit = "ghcr.io/sidecar-terminator/quick-exit:v1"
+
+// fixture is the sample-controller test shape: fake clientsets for writes,
+// informer indexers seeded by hand for reads, Sync called directly.
+type fixture struct {
+	t       *testing.T
+	client  *fake.Clientset
+	kruise  *kruisefake.Clientset
+	caches  *Caches
+	events  *record.FakeRecorder
+	clock   *clocktesting.FakeClock
+	rec     *reconciler.Reconciler
+	metrics *reconciler.Metrics
+}
+
+func newFixture(t *testing.T, pods []*corev1.Pod, nodes map[string]map[string]string) *fixture {
+	f := &fixture{t: t, events: record.NewFakeRecorder(100), clock: clocktesting.NewFakeClock(podtest.Epoch.Add(11 * time.Second))}
+	var objs []runtime.Object
+	for _, p := range pods {
+		objs = append(objs, p.DeepCopy())
+	}
+	f.client = fake.NewClientset(objs...)
+	f.kruise = kruisefake.NewSimpleClientset()
+	scheme := runtime.NewScheme()
+	metav1.AddMetaToScheme(scheme)
+	caches, err := NewCaches(f.client, metadatafake.NewSimpleMetadataClient(scheme), f.kruise, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.caches = caches
+	for _, p := range pods {
+		f.setPod(p)
+	}
+	for name, l := range nodes {
+		caches.NodeInformer.GetIndexer().Add(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l}})
+	}
+	f.newReconciler()
+	return f
+}
+
+// newReconciler starts a fresh reconciler, as after a controller restart.
+func (f *fixture) newReconciler() {
+	f.metrics = reconciler.NewMetrics(nil)
+	f.rec = reconciler.New(reconciler.DefaultConfig(), f.caches, Writer{Client: f.client, Kruise: f.kruise}, f.events, f.metrics, f.clock)
+}
+
+func (f *fixture) setPod(p *corev1.Pod) {
+	trimmed, _ := TrimPod(p.DeepCopy())
+	if err := f.caches.PodInformer.GetIndexer().Update(trimmed); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// sync runs one Sync and returns the writes it made.
+func (f *fixture) sync(name string) []k8stesting.Action {
+	f.t.Helper()
+	f.client.ClearActions()
+	f.kruise.ClearActions()
+	if _, err := f.rec.Sync(context.Background(), cache.ObjectName{Namespace: "default", Name: name}); err != nil {
+		f.t.Fatalf("Sync: %v", err)
+	}
+	return append(f.client.Actions(), f.kruise.Actions()...)
+}
+
+func (f *fixture) drainEvents() []string {
+	var out []string
+	for {
+		select {
+		case e := <-f.events.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}
+
+var (
+	normalNode  = map[string]map[string]string{"node-1": {"kubernetes.io/hostname": "node-1"}}
+	virtualNode = map[string]map[string]string{"node-1": {"type": "virtual-kubelet"}}
+)
+
+func jobPod(name string, sidecarOpts ...podtest.Option) *podtest.Builder {
+	return podtest.Pod(name).Container("main", podtest.Exited(0, podtest.Epoch.Add(10*time.Second))).Container("log", sidecarOpts...)
+}
+
+func TestSyncCreatesOneCRROnANormalNode(t *testing.T) {
+	pod := jobPod("job-a", podtest.Env(decision.EnvTerminate, "true")).Build()
+	f := newFixture(t, []*corev1.Pod{pod}, normalNode)
+
+	writes := f.sync("job-a")
+	if len(writes) != 1 || writes[0].GetVerb() != "create" || writes[0].GetResource().Resource != "containerrecreaterequests" {
+		t.Fatalf("want exactly one CRR create, got %v", writes)
+	}
+	crr := writes[0].(k8stesting.CreateAction).GetObject().(*kruisev1alpha1.ContainerRecreateRequest)
+	deadline, ttl := int64(60), int32(1800)
+	want := kruisev1alpha1.ContainerRecreateRequestSpec{
+		PodName:    "job-a",
+		Containers: []kruisev1alpha1.ContainerRecreateRequestContainer{{Name: "log"}},
+		Strategy: &kruisev1alpha1.ContainerRecreateRequestStrategy{
+			FailurePolicy: kruisev1alpha1.ContainerRecreateRequestFailurePolicyIgnore, ForceRecreate: true},
+		ActiveDeadlineSeconds: &deadline, TTLSecondsAfterFinished: &ttl,
+	}
+	if diff := cmp.Diff(want, crr.Spec); diff != "" {
+		t.Errorf("CRR spec (-want +got):\n%s", diff)
+	}
+	if crr.Name != decision.CRRName(pod, 1) || crr.Labels[reconciler.LabelManagedBy] != reconciler.ManagedByValue ||
+		crr.Labels[reconciler.LabelPodUID] != string(pod.UID) || crr.Labels[reconciler.LabelAttempt] != "1" {
+		t.Errorf("CRR name or labels wrong: %s %v", crr.Name, crr.Labels)
+	}
+	if len(crr.OwnerReferences) != 1 || crr.OwnerReferences[0].UID != pod.UID || crr.OwnerReferences[0].Kind != "Pod" {
+		t.Errorf("CRR owner reference wrong: %v", crr.OwnerReferences)
+	}
+	if ev := f.drainEvents(); len(ev) != 1 || !strings.HasPrefix(ev[0], "Normal SidecarTerminating") {
+		t.Errorf("want one SidecarTerminating event, got %q", ev)
+	}
+
+	// The cache has not seen the CRR yet: the expectation holds back a second one.
+	if writes := f.sync("job-a"); len(writes) != 0 {
+		t.Fatalf("second sync with a lagging cache wrote %v", writes)
+	}
+	// The cache catches up: still nothing to write while the CRR works.
+	created, _ := f.kruise.AppsV1alpha1().ContainerRecreateRequests("default").Get(context.Background(), crr.Name, metav1.GetOptions{})
+	created.CreationTimestamp = metav1.NewTime(f.clock.Now())
+	f.caches.CRRInformer.GetIndexer().Add(created)
+	if writes := f.sync("job-a"); len(writes) != 0 {
+		t.Fatalf("sync with the CRR in the cache wrote %v", writes)
+	}
+	// The sidecar stops: done, nothing written.
+	f.setPod(jobPod("job-a", podtest.Env(decision.EnvTerminate, "true"), podtest.Exited(0, f.clock.Now())).Build())
+	if writes := f.sync("job-a"); len(writes) != 0 {
+		t.Fatalf("sync after the sidecar stopped wrote %v", writes)
+	}
+}
+
+func TestSyncAfterRestartDoesNotCreateASecondCRR(t *testing.T) {
+	pod := jobPod("job-b", podtest.Env(decision.EnvTerminate, "true")).Build()
+	f := newFixture(t, []*corev1.Pod{pod}, normalNode)
+	f.sync("job-b")
+	// A new controller whose CRR informer has not caught up: it tries the same
+	// deterministic name and finds the work done.
+	f.newReconciler()
+	writes := f.sync("job-b")
+	if len(writes) != 1 || writes[0].GetVerb() != "create" {
+		t.Fatalf("want the one idempotent create attempt, got %v", writes)
+	}
+	list, _ := f.kruise.AppsV1alpha1().ContainerRecreateRequests("default").List(context.Background(), metav1.ListOptions{})
+	if len(list.Items) != 1 {
+		t.Fatalf("want 1 CRR on the server, got %d", len(list.Items))
+	}
+	if got := counterValue(t, f.metrics, "ContainerRecreateRequest", reconciler.ResultAlreadyDone); got != 1 {
+		t.Errorf("already_done count = %v, want 1", got)
+	}
+}
+
+func TestSyncSwapsTheImageOnAVirtualNode(t *testing.T) {
+	pod := jobPod("job-c", podtest.Env(decision.EnvTerminateWithImage, quickExit)).Build()
+	f := newFixture(t, []*corev1.Pod{pod}, virtualNode)
+
+	writes := f.sync("job-c")
+	if len(writes) != 1 || writes[0].GetVerb() != "patch" || writes[0].GetSubresource() != "" {
+		t.Fatalf("want exactly one pod patch, got %v", writes)
+	}
+	patch := writes[0].(k8stesting.PatchAction)
+	var ops []map[string]any
+	if err := json.Unmarshal(patch.GetPatch(), &ops); err != nil {
+		t.Fatal(err)
+	}
+	want := []map[string]any{
+		{"op": "test", "path": "/spec/containers/1/name", "value": "log"},
+		{"op": "test", "path": "/spec/containers/1/image", "value": "example.com/log:1"},
+		{"op": "replace", "path": "/spec/containers/1/image", "value": quickExit},
+	}
+	if string(patch.GetPatchType()) != "application/json-patch+json" || !cmp.Equal(want, ops) {
+		t.Fatalf("patch %s %s, want %v", patch.GetPatchType(), patch.GetPatch(), want)
+	}
+	server, _ := f.client.CoreV1().Pods("default").Get(context.Background(), "job-c", metav1.GetOptions{})
+	if server.Spec.Containers[1].Image != quickExit || server.Spec.Containers[0].Image != "example.com/main:1" {
+		t.Fatalf("server images after the patch: %s, %s", server.Spec.Containers[0].Image, server.Spec.Containers[1].Image)
+	}
+	if writes := f.sync("job-c"); len(writes) != 0 {
+		t.Fatalf("second sync with a lagging cache wrote %v", writes)
+	}
+	f.setPod(server)
+	if writes := f.sync("job-c"); len(writes) != 0 {
+		t.Fatalf("sync with the swap in the cache wrote %v", writes)
+	}
+	// After a restart the expectation is gone, but the cache shows the swap: no second patch.
+	f.newReconciler()
+	if writes := f.sync("job-c"); len(writes) != 0 {
+		t.Fatalf("sync after restart wrote %v", writes)
+	}
+}
+
+func TestSyncWritesNothingWhileTheMainRuns(t *testing.T) {
+	pod := podtest.Pod("job-d").Container("main").Container("log", podtest.Env(decision.EnvTerminate, "true")).Build()
+	f := newFixture(t, []*corev1.Pod{pod}, normalNode)
+	if writes := f.sync("job-d"); len(writes) != 0 {
+		t.Fatalf("wrote %v", writes)
+	}
+	if ev := f.drainEvents(); len(ev) != 0 {
+		t.Fatalf("events %q", ev)
+	}
+}
+
+func TestSyncSettlesThePhaseThenStopsIgnoreExitCodeSidecars(t *testing.T) {
+	pod := jobPod("job-e", podtest.Env(decision.EnvTerminate, "true"), podtest.Env(decision.EnvIgnoreExitCode, "true")).
+		Condition(corev1.PodReady, corev1.ConditionFalse).Build()
+	f := newFixture(t, []*corev1.Pod{pod}, normalNode)
+	writes := f.sync("job-e")
+	if len(writes) != 2 || writes[0].GetSubresource() != "status" || writes[1].GetResource().Resource != "containerrecreaterequests" {
+		t.Fatalf("want a status patch then a CRR, got %v", writes)
+	}
+	server, _ := f.client.CoreV1().Pods("default").Get(context.Background(), "job-e", metav1.GetOptions{})
+	if server.Status.Phase != corev1.PodSucceeded || !decision.HasSidecarTerminatedCondition(server) || len(server.Status.Conditions) != 2 {
+		t.Fatalf("status after the patch: %s %v", server.Status.Phase, server.Status.Conditions)
+	}
+}
+
+func TestSyncWarnsOncePerProblem(t *testing.T) {
+	pod := jobPod("job-f", podtest.Env(decision.EnvTerminate, "true")).Build()
+	f := newFixture(t, []*corev1.Pod{pod}, virtualNode)
+	for i := 0; i < 3; i++ {
+		if writes := f.sync("job-f"); len(writes) != 0 {
+			t.Fatalf("wrote %v", writes)
+		}
+	}
+	ev := f.drainEvents()
+	if len(ev) != 1 || !strings.HasPrefix(ev[0], "Warning "+decision.ReasonNoTerminationPath) {
+		t.Fatalf("want one NoTerminationPath warning, got %q", ev)
+	}
+}
+
+func TestSyncOfAMissingPodIsANoOp(t *testing.T) {
+	f := newFixture(t, nil, normalNode)
+	if writes := f.sync("gone"); len(writes) != 0 {
+		t.Fatalf("wrote %v", writes)
+	}
+}
+
+func TestTrimPodKeepsWhatTheDecisionReads(t *testing.T) {
+	full := jobPod("job-g", podtest.Env(decision.EnvTerminate, "true"), podtest.Env("OTHER", "x")).
+		Annotate(decision.AnnotationSidecars, "log").Annotate("unrelated", "y").Build()
+	full.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}
+	full.Spec.Volumes = []corev1.Volume{{Name: "data"}}
+	obj, _ := TrimPod(full)
+	trimmed := obj.(*corev1.Pod)
+	in := func(p *corev1.Pod) decision.Input {
+		return decision.Input{Pod: p, Node: decision.Node{Name: "node-1", Found: true}, CRRAPI: true, Now: podtest.Epoch.Add(time.Minute), Policy: decision.DefaultPolicy()}
+	}
+	if diff := cmp.Diff(decision.Decide(in(full)), decision.Decide(in(trimmed))); diff != "" {
+		t.Errorf("the decision differs on the trimmed pod (-full +trimmed):\n%s", diff)
+	}
+	if trimmed.ManagedFields != nil || trimmed.Spec.Volumes != nil || len(trimmed.Spec.Containers[1].Env) != 1 || len(trimmed.Annotations) != 1 {
+		t.Errorf("trim kept too much: %+v", trimmed)
+	}
+}

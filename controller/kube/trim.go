@@ -1,0 +1,85 @@
+package kube
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
+)
+
+// TrimPod is the pod informer's transform: it keeps only what the decision,
+// the patches and the events read, so that a cluster full of Job pods costs
+// little memory. Container order and count are kept: patches address
+// containers by index.
+func TrimPod(obj any) (any, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	out := &corev1.Pod{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID,
+			ResourceVersion: pod.ResourceVersion, DeletionTimestamp: pod.DeletionTimestamp,
+			Annotations: ourAnnotations(pod.Annotations),
+		},
+		Spec: corev1.PodSpec{RestartPolicy: pod.Spec.RestartPolicy, NodeName: pod.Spec.NodeName},
+		Status: corev1.PodStatus{
+			Phase:                 pod.Status.Phase,
+			ContainerStatuses:     trimStatuses(pod.Status.ContainerStatuses),
+			InitContainerStatuses: trimStatuses(pod.Status.InitContainerStatuses),
+		},
+	}
+	for _, c := range pod.Spec.InitContainers {
+		out.Spec.InitContainers = append(out.Spec.InitContainers, corev1.Container{Name: c.Name, RestartPolicy: c.RestartPolicy})
+	}
+	for _, c := range pod.Spec.Containers {
+		out.Spec.Containers = append(out.Spec.Containers, corev1.Container{Name: c.Name, Image: c.Image, Env: ourEnv(c.Env)})
+	}
+	for _, c := range pod.Status.Conditions {
+		// Type and status only: the settle patch needs to know whether the list is empty.
+		out.Status.Conditions = append(out.Status.Conditions, corev1.PodCondition{Type: c.Type, Status: c.Status})
+	}
+	return out, nil
+}
+
+func ourAnnotations(in map[string]string) map[string]string {
+	var out map[string]string
+	for _, k := range []string{decision.AnnotationSidecars, decision.AnnotationQuickExitImage} {
+		if v, ok := in[k]; ok {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func ourEnv(in []corev1.EnvVar) []corev1.EnvVar {
+	var out []corev1.EnvVar
+	for _, e := range in {
+		switch e.Name {
+		case decision.EnvTerminate, decision.EnvTerminateWithImage, decision.EnvIgnoreExitCode:
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func trimStatuses(in []corev1.ContainerStatus) []corev1.ContainerStatus {
+	if in == nil {
+		return nil
+	}
+	out := make([]corev1.ContainerStatus, len(in))
+	for i, s := range in {
+		out[i] = corev1.ContainerStatus{Name: s.Name, State: s.State, RestartCount: s.RestartCount, ContainerID: s.ContainerID}
+		if t := s.LastTerminationState.Terminated; t != nil {
+			out[i].LastTerminationState.Terminated = &corev1.ContainerStateTerminated{ExitCode: t.ExitCode, FinishedAt: t.FinishedAt}
+		}
+		if t := out[i].State.Terminated; t != nil {
+			out[i].State.Terminated = &corev1.ContainerStateTerminated{ExitCode: t.ExitCode, StartedAt: t.StartedAt, FinishedAt: t.FinishedAt, ContainerID: t.ContainerID}
+		}
+	}
+	return out
+}

@@ -1,0 +1,35 @@
+package reconciler
+
+import (
+	"context"
+
+	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// Reader is the controller's view of the cluster: in production, informer caches.
+type Reader interface {
+	// Pod returns the pod, or an error for which apierrors.IsNotFound is true.
+	Pod(namespace, name string) (*corev1.Pod, error)
+	// NodeLabels returns the labels of the named node, and whether it is known.
+	NodeLabels(name string) (map[string]string, bool)
+	// CRRs returns the ContainerRecreateRequests this controller made for the pod.
+	CRRs(pod *corev1.Pod) ([]*kruisev1alpha1.ContainerRecreateRequest, error)
+	// CRRAPIAvailable reports whether the ContainerRecreateRequest API is served.
+	CRRAPIAvailable() bool
+}
+
+// Writer is how the controller changes the cluster: in production, API calls.
+type Writer interface {
+	CreateCRR(ctx context.Context, crr *kruisev1alpha1.ContainerRecreateRequest) error
+	// PatchPod applies a JSON patch (RFC 6902) to the pod.
+	PatchPod(ctx context.Context, namespace, name string, jsonPatch []byte) error
+	// PatchPodStatus applies a JSON patch to the pod's status subresource.
+	PatchPodStatus(ctx context.Context, namespace, name string, jsonPatch []byte) error
+}
+
+// Recorder records events; client-go's record.EventRecorder is one.
+type Recorder interface {
+	Event(object runtime.Object, eventtype, reason, message string)
+}

@@ -1,0 +1,105 @@
+package reconciler
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
+)
+
+type metav1OwnerReference = metav1.OwnerReference
+
+func podOwnerReference(pod *corev1.Pod) metav1.OwnerReference {
+	return metav1.OwnerReference{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID}
+}
+
+// memory returns the reconciler's memory of the pod, fresh when the pod was
+// replaced by another of the same name.
+func (r *Reconciler) memory(key cache.ObjectName, uid types.UID) *podMemory {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m := r.pods[key]
+	if m == nil || m.uid != uid {
+		m = &podMemory{uid: uid, warned: map[string]bool{}, failed: map[string]bool{}}
+		r.pods[key] = m
+	}
+	return m
+}
+
+func (r *Reconciler) forget(key cache.ObjectName) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.pods, key)
+	r.metrics.PodsTracked.Set(float64(r.trackedLocked()))
+}
+
+// track keeps the pods-tracked gauge: pods with sidecars still to stop or being stopped.
+func (r *Reconciler) track(key cache.ObjectName, v decision.Verdict) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if m := r.pods[key]; m != nil {
+		m.tracked = v == decision.VerdictMainsActive || v == decision.VerdictAct || v == decision.VerdictInProgress || v == decision.VerdictNoPath
+	}
+	r.metrics.PodsTracked.Set(float64(r.trackedLocked()))
+}
+
+func (r *Reconciler) trackedLocked() int {
+	n := 0
+	for _, m := range r.pods {
+		if m.tracked {
+			n++
+		}
+	}
+	return n
+}
+
+// expect remembers a write before it is sent.
+func (r *Reconciler) expect(m *podMemory, a decision.Action) {
+	if len(m.pending) == 0 {
+		m.since = r.clock.Now()
+	}
+	m.pending = append(m.pending, expectation{action: a})
+}
+
+// unexpect forgets a write that failed.
+func (r *Reconciler) unexpect(m *podMemory, a decision.Action) {
+	for i, e := range m.pending {
+		if e.action.Kind == a.Kind && e.action.CRRName == a.CRRName {
+			m.pending = append(m.pending[:i], m.pending[i+1:]...)
+			return
+		}
+	}
+}
+
+// satisfied reports whether the cache shows the effect of every pending write.
+func (r *Reconciler) satisfied(pod *corev1.Pod, pending []expectation) bool {
+	for _, e := range pending {
+		switch e.action.Kind {
+		case decision.ActionCreateCRR:
+			crrs, err := r.read.CRRs(pod)
+			if err != nil {
+				return false
+			}
+			found := false
+			for _, c := range crrs {
+				found = found || c.Name == e.action.CRRName
+			}
+			if !found {
+				return false
+			}
+		case decision.ActionSwapImage:
+			for _, s := range e.action.Swaps {
+				if s.Index >= len(pod.Spec.Containers) || pod.Spec.Containers[s.Index].Image != s.To {
+					return false
+				}
+			}
+		case decision.ActionSettlePhase:
+			if !decision.HasSidecarTerminatedCondition(pod) {
+				return false
+			}
+		}
+	}
+	return true
+}

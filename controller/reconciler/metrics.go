@@ -1,0 +1,61 @@
+package reconciler
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the controller's Prometheus metrics.
+type Metrics struct {
+	Actions     *prometheus.CounterVec
+	Latency     *prometheus.HistogramVec
+	FailedKills *prometheus.CounterVec
+	Warnings    *prometheus.CounterVec
+	Decisions   *prometheus.CounterVec
+	PodsTracked prometheus.Gauge
+}
+
+// Result labels of the actions counter.
+const (
+	ResultSuccess = "success"
+	ResultError   = "error"
+	// ResultAlreadyDone: the write found its work done (the CRR existed),
+	// as after a controller restart.
+	ResultAlreadyDone = "already_done"
+	// ResultStale: a JSON-patch test failed, the pod changed under us.
+	ResultStale = "stale"
+)
+
+// NewMetrics makes the metrics and registers them with reg (none when nil).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		Actions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sidecar_terminator_actions_total",
+			Help: "Writes made to stop sidecars or settle a pod's phase, by method and result.",
+		}, []string{"method", "result"}),
+		Latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "sidecar_terminator_action_latency_seconds",
+			Help:    "Time from the last main container's exit (as the kubelet reports it, to the second) to the action.",
+			Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300},
+		}, []string{"method"}),
+		FailedKills: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sidecar_terminator_failed_kills_total",
+			Help: "Sidecars still running after the ContainerRecreateRequest sent to stop them ended or passed its deadline.",
+		}, []string{"method"}),
+		Warnings: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sidecar_terminator_warnings_total",
+			Help: "Warning events emitted, by reason.",
+		}, []string{"reason"}),
+		Decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sidecar_terminator_decisions_total",
+			Help: "Pod syncs, by verdict.",
+		}, []string{"verdict"}),
+		PodsTracked: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "sidecar_terminator_pods_tracked",
+			Help: "Job-type pods with marked sidecars that are not finished yet.",
+		}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.Actions, m.Latency, m.FailedKills, m.Warnings, m.Decisions, m.PodsTracked)
+	}
+	return m
+}

@@ -1,0 +1,56 @@
+package reconciler
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
+)
+
+type jsonPatchOp struct {
+	Op    string `json:"op"`
+	Path  string `json:"path"`
+	Value any    `json:"value"`
+}
+
+// swapPatch replaces sidecar images. Each replace is guarded by test ops on
+// the container's name and current image, so an image someone else changed
+// in the meantime, or a reordered container list, fails the whole patch
+// instead of being overwritten.
+func swapPatch(swaps []decision.Swap) ([]byte, error) {
+	var ops []jsonPatchOp
+	for _, s := range swaps {
+		base := fmt.Sprintf("/spec/containers/%d", s.Index)
+		ops = append(ops,
+			jsonPatchOp{Op: "test", Path: base + "/name", Value: s.Container},
+			jsonPatchOp{Op: "test", Path: base + "/image", Value: s.From},
+			jsonPatchOp{Op: "replace", Path: base + "/image", Value: s.To})
+	}
+	return json.Marshal(ops)
+}
+
+// settlePatch sets a terminal phase and the SidecarTerminated condition,
+// guarded by a test of the phase the decision saw.
+func settlePatch(pod *corev1.Pod, phase corev1.PodPhase, now time.Time) ([]byte, error) {
+	cond := corev1.PodCondition{
+		Type:               decision.ConditionSidecarTerminated,
+		Status:             corev1.ConditionTrue,
+		LastTransitionTime: metav1.NewTime(now),
+		Reason:             "MainContainersDone",
+		Message:            "the main containers are done; the phase was settled before stopping the ignore-exit-code sidecars",
+	}
+	ops := []jsonPatchOp{
+		{Op: "test", Path: "/status/phase", Value: pod.Status.Phase},
+		{Op: "replace", Path: "/status/phase", Value: phase},
+	}
+	if len(pod.Status.Conditions) == 0 {
+		ops = append(ops, jsonPatchOp{Op: "add", Path: "/status/conditions", Value: []corev1.PodCondition{cond}})
+	} else {
+		ops = append(ops, jsonPatchOp{Op: "add", Path: "/status/conditions/-", Value: cond})
+	}
+	return json.Marshal(ops)
+}

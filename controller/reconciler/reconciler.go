@@ -1,0 +1,294 @@
+package reconciler
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
+)
+
+// Labels on the CRRs this controller makes: the controller's informer lists
+// only CRRs carrying LabelManagedBy, and finds a pod's by LabelPodUID.
+const (
+	LabelManagedBy   = "sidecar-terminator.io/managed-by"
+	ManagedByValue   = "sidecar-terminator"
+	LabelPodUID      = "sidecar-terminator.io/pod-uid"
+	LabelAttempt     = "sidecar-terminator.io/attempt"
+	ReasonTerminated = "SidecarTerminating"
+)
+
+// Config holds the reconciler's knobs.
+type Config struct {
+	Policy decision.Policy
+	// VirtualNodeSelector picks the virtual-kubelet nodes.
+	VirtualNodeSelector labels.Selector
+	// CRRTTLAfterFinished is written on each CRR; kruise deletes it that long
+	// after it finished. It outlives the retries, which count earlier CRRs.
+	CRRTTLAfterFinished time.Duration
+	// ExpectationTimeout is how long a write may stay unseen in the cache
+	// before the pod is decided afresh.
+	ExpectationTimeout time.Duration
+}
+
+// DefaultConfig is the production configuration.
+func DefaultConfig() Config {
+	return Config{
+		Policy:              decision.DefaultPolicy(),
+		VirtualNodeSelector: labels.SelectorFromSet(labels.Set{"type": "virtual-kubelet"}),
+		CRRTTLAfterFinished: 30 * time.Minute,
+		ExpectationTimeout:  time.Minute,
+	}
+}
+
+// Reconciler syncs one pod at a time; Sync is safe to call from many workers
+// as long as no two run for the same key at once (the workqueue ensures it).
+type Reconciler struct {
+	cfg     Config
+	read    Reader
+	write   Writer
+	events  Recorder
+	metrics *Metrics
+	clock   clock.PassiveClock
+
+	mu   sync.Mutex
+	pods map[cache.ObjectName]*podMemory
+}
+
+// podMemory is what the reconciler remembers of one pod between syncs. It is
+// only an optimisation against lag and event spam: losing it (a restart) is safe.
+type podMemory struct {
+	uid     types.UID
+	pending []expectation
+	since   time.Time // when pending was raised
+	warned  map[string]bool
+	failed  map[string]bool // failed kills already counted, by container
+	tracked bool
+}
+
+// expectation is one write whose effect the cache has not shown yet.
+type expectation struct {
+	action decision.Action
+}
+
+// New returns a reconciler. metrics may be nil.
+func New(cfg Config, r Reader, w Writer, events Recorder, metrics *Metrics, clk clock.PassiveClock) *Reconciler {
+	if metrics == nil {
+		metrics = NewMetrics(nil)
+	}
+	return &Reconciler{cfg: cfg, read: r, write: w, events: events, metrics: metrics, clock: clk,
+		pods: map[cache.ObjectName]*podMemory{}}
+}
+
+// Sync brings one pod closer to done. It returns when to look again even if
+// nothing changes (zero for never), or an error to retry with backoff.
+func (r *Reconciler) Sync(ctx context.Context, key cache.ObjectName) (time.Duration, error) {
+	logger := klog.FromContext(ctx).WithValues("pod", key.String())
+	pod, err := r.read.Pod(key.Namespace, key.Name)
+	if apierrors.IsNotFound(err) {
+		r.forget(key)
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read pod %s: %w", key, err)
+	}
+	mem := r.memory(key, pod.UID)
+	now := r.clock.Now()
+
+	if len(mem.pending) > 0 {
+		if r.satisfied(pod, mem.pending) || now.Sub(mem.since) >= r.cfg.ExpectationTimeout {
+			mem.pending = nil
+		} else {
+			logger.V(4).Info("Waiting for the cache to show an earlier write", "pending", len(mem.pending))
+			return r.cfg.ExpectationTimeout - now.Sub(mem.since), nil
+		}
+	}
+
+	in, err := r.input(pod, now)
+	if err != nil {
+		return 0, err
+	}
+	plan := decision.Decide(in)
+	r.metrics.Decisions.WithLabelValues(string(plan.Verdict)).Inc()
+	r.track(key, plan.Verdict)
+	r.report(logger, pod, mem, plan)
+
+	for _, action := range plan.Actions {
+		if err := r.act(ctx, logger, pod, mem, plan, action); err != nil {
+			return 0, err
+		}
+	}
+	if plan.Verdict == decision.VerdictIgnored {
+		r.forget(key)
+	}
+	return plan.RequeueAfter, nil
+}
+
+// input gathers the decision's facts from the Reader.
+func (r *Reconciler) input(pod *corev1.Pod, now time.Time) (decision.Input, error) {
+	in := decision.Input{Pod: pod, Now: now, Policy: r.cfg.Policy, CRRAPI: r.read.CRRAPIAvailable(),
+		Node: decision.Node{Name: pod.Spec.NodeName}}
+	if nodeLabels, ok := r.read.NodeLabels(pod.Spec.NodeName); ok {
+		in.Node.Found = true
+		in.Node.Virtual = r.cfg.VirtualNodeSelector != nil && r.cfg.VirtualNodeSelector.Matches(labels.Set(nodeLabels))
+	}
+	if in.CRRAPI {
+		crrs, err := r.read.CRRs(pod)
+		if err != nil {
+			return in, fmt.Errorf("list CRRs of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		}
+		for _, c := range crrs {
+			in.CRRs = append(in.CRRs, crrFacts(c))
+		}
+	}
+	return in, nil
+}
+
+// report turns the plan's problems into Warning events (once per pod and
+// message) and logs the decision.
+func (r *Reconciler) report(logger klog.Logger, pod *corev1.Pod, mem *podMemory, plan decision.Plan) {
+	for _, p := range plan.Problems {
+		if mem.warned[p.Reason+"\x00"+p.Message] {
+			continue
+		}
+		mem.warned[p.Reason+"\x00"+p.Message] = true
+		r.events.Event(pod, corev1.EventTypeWarning, p.Reason, p.Message)
+		r.metrics.Warnings.WithLabelValues(p.Reason).Inc()
+		logger.Info("Warning", "reason", p.Reason, "message", p.Message)
+	}
+	for _, c := range plan.FailedKills {
+		if !mem.failed[c] {
+			mem.failed[c] = true
+			r.metrics.FailedKills.WithLabelValues(string(decision.ActionCreateCRR)).Inc()
+		}
+	}
+	v := 4
+	switch plan.Verdict {
+	case decision.VerdictAct, decision.VerdictNoPath, decision.VerdictNoMain:
+		v = 0
+	case decision.VerdictDone, decision.VerdictInProgress:
+		v = 2
+	}
+	logger.V(v).Info("Decision", "verdict", plan.Verdict, "reason", plan.Reason, "actions", len(plan.Actions))
+}
+
+// act carries out one action: raise the expectation, write, and record.
+func (r *Reconciler) act(ctx context.Context, logger klog.Logger, pod *corev1.Pod, mem *podMemory, plan decision.Plan, a decision.Action) error {
+	method := string(a.Kind)
+	r.expect(mem, a)
+	err := r.send(ctx, pod, a)
+	result := ResultSuccess
+	switch {
+	case err == nil:
+	case a.Kind == decision.ActionCreateCRR && apierrors.IsAlreadyExists(err):
+		// Made by an earlier run of this controller: the work is done.
+		result, err = ResultAlreadyDone, nil
+	case apierrors.IsInvalid(err) || apierrors.IsConflict(err):
+		// A test op failed or the object moved on: decide again on fresh state.
+		result = ResultStale
+	default:
+		result = ResultError
+	}
+	r.metrics.Actions.WithLabelValues(method, result).Inc()
+	if err != nil {
+		r.unexpect(mem, a)
+		logger.Info("Action failed", "method", method, "containers", a.Containers, "err", err.Error())
+		return fmt.Errorf("%s for pod %s/%s: %w", method, pod.Namespace, pod.Name, err)
+	}
+	if result == ResultSuccess {
+		if !plan.MainsDoneAt.IsZero() {
+			r.metrics.Latency.WithLabelValues(method).Observe(r.clock.Since(plan.MainsDoneAt).Seconds())
+		}
+		r.events.Event(pod, corev1.EventTypeNormal, ReasonTerminated, describe(a))
+	}
+	logger.Info("Action", "method", method, "containers", a.Containers, "result", result, "crr", a.CRRName)
+	return nil
+}
+
+func (r *Reconciler) send(ctx context.Context, pod *corev1.Pod, a decision.Action) error {
+	switch a.Kind {
+	case decision.ActionCreateCRR:
+		return r.write.CreateCRR(ctx, r.newCRR(pod, a))
+	case decision.ActionSwapImage:
+		patch, err := swapPatch(a.Swaps)
+		if err != nil {
+			return err
+		}
+		return r.write.PatchPod(ctx, pod.Namespace, pod.Name, patch)
+	case decision.ActionSettlePhase:
+		patch, err := settlePatch(pod, a.Phase, r.clock.Now())
+		if err != nil {
+			return err
+		}
+		return r.write.PatchPodStatus(ctx, pod.Namespace, pod.Name, patch)
+	}
+	return fmt.Errorf("unknown action %q", a.Kind)
+}
+
+func describe(a decision.Action) string {
+	switch a.Kind {
+	case decision.ActionCreateCRR:
+		return fmt.Sprintf("Stopping sidecars %v: created ContainerRecreateRequest %s (attempt %d); kruise-daemon stops them", a.Containers, a.CRRName, a.Attempt)
+	case decision.ActionSwapImage:
+		return fmt.Sprintf("Stopping sidecars %v: swapped their image for the quick-exit image %s", a.Containers, a.Swaps[0].To)
+	default:
+		return fmt.Sprintf("Settled the pod's phase to %s (condition %s) before stopping ignore-exit-code sidecars %v", a.Phase, decision.ConditionSidecarTerminated, a.Containers)
+	}
+}
+
+// newCRR builds the ContainerRecreateRequest for an action.
+func (r *Reconciler) newCRR(pod *corev1.Pod, a decision.Action) *kruisev1alpha1.ContainerRecreateRequest {
+	deadline := int64(r.cfg.Policy.CRRDeadline / time.Second)
+	ttl := int32(r.cfg.CRRTTLAfterFinished / time.Second)
+	crr := &kruisev1alpha1.ContainerRecreateRequest{}
+	crr.Namespace, crr.Name = pod.Namespace, a.CRRName
+	crr.Labels = map[string]string{LabelManagedBy: ManagedByValue, LabelPodUID: string(pod.UID), LabelAttempt: strconv.Itoa(a.Attempt)}
+	crr.OwnerReferences = []metav1OwnerReference{podOwnerReference(pod)}
+	crr.Spec = kruisev1alpha1.ContainerRecreateRequestSpec{
+		PodName: pod.Name,
+		Strategy: &kruisev1alpha1.ContainerRecreateRequestStrategy{
+			FailurePolicy: kruisev1alpha1.ContainerRecreateRequestFailurePolicyIgnore,
+			ForceRecreate: true,
+		},
+		ActiveDeadlineSeconds:   &deadline,
+		TTLSecondsAfterFinished: &ttl,
+	}
+	for _, c := range a.Containers {
+		crr.Spec.Containers = append(crr.Spec.Containers, kruisev1alpha1.ContainerRecreateRequestContainer{Name: c})
+	}
+	return crr
+}
+
+// crrFacts reads what the decision needs from a CRR.
+func crrFacts(c *kruisev1alpha1.ContainerRecreateRequest) decision.CRR {
+	attempt, _ := strconv.Atoi(c.Labels[LabelAttempt])
+	if attempt < 1 {
+		// An edited label must not reset the attempt count to zero.
+		attempt = 1
+	}
+	f := decision.CRR{Name: c.Name, Attempt: attempt, Phase: string(c.Status.Phase), Created: c.CreationTimestamp.Time}
+	if c.Status.CompletionTime != nil {
+		f.Completed = c.Status.CompletionTime.Time
+	}
+	for _, ctr := range c.Spec.Containers {
+		f.Containers = append(f.Containers, ctr.Name)
+		if ctr.StatusContext != nil {
+			if f.RestartCounts == nil {
+				f.RestartCounts = map[string]int32{}
+			}
+			f.RestartCounts[ctr.Name] = ctr.StatusContext.RestartCount
+		}
+	}
+	return f
+}
