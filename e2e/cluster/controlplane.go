@@ -254,7 +254,10 @@ func (c *ControlPlane) startControllerManager(ctx context.Context, bin string) e
 		"--root-ca-file=" + c.PKI.CAFile(),
 		"--service-account-private-key-file=" + c.PKI.SAKeyFile(),
 		"--flex-volume-plugin-dir=" + filepath.Join(c.RunDir, "flexvolume"),
-		"--use-service-account-credentials=false",
+		// Each controller then acts as its own kube-system ServiceAccount with
+		// its bootstrap system:controller:* role, as in a real cluster; the
+		// KCM identity alone may not, e.g., untaint nodes or publish CAs.
+		"--use-service-account-credentials=true",
 	})
 	if err != nil {
 		return err

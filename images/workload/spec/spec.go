@@ -1,0 +1,125 @@
+// Package spec parses the workload image's argv. It is a separate package
+// so that anything playing the container without running it (the
+// virtual-kubelet mock node, the simulator) reads the same grammar:
+//
+//	workload main    [--seconds S] [--exit-code C]
+//	workload sidecar [--on-sigterm exit:C|ignore]
+//
+// main runs S seconds (default 3, fractions allowed) then exits with code C
+// (default 0). sidecar runs until SIGTERM, then exits with code C (default
+// exit:0), or with ignore keeps running until SIGKILL. Flags take their
+// value as the next argument or after "="; unknown flags are errors.
+package spec
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Modes.
+const (
+	Main    = "main"
+	Sidecar = "sidecar"
+)
+
+// Behaviour is what a workload container does.
+type Behaviour struct {
+	Mode string
+	// Main mode: run for Duration, then exit with ExitCode.
+	Duration time.Duration
+	ExitCode int
+	// Sidecar mode: on SIGTERM exit with SIGTERMExitCode, unless
+	// IgnoreSIGTERM.
+	SIGTERMExitCode int
+	IgnoreSIGTERM   bool
+}
+
+// Parse reads args (without the program name). A leading "workload" or
+// "/workload" (the command, when a pod puts it in args) is skipped.
+func Parse(args []string) (Behaviour, error) {
+	if len(args) > 0 && (args[0] == "workload" || strings.HasSuffix(args[0], "/workload")) {
+		args = args[1:]
+	}
+	if len(args) == 0 {
+		return Behaviour{}, fmt.Errorf("missing mode: want %q or %q", Main, Sidecar)
+	}
+	b := Behaviour{Mode: args[0]}
+	switch b.Mode {
+	case Main:
+		b.Duration = 3 * time.Second
+	case Sidecar:
+	default:
+		return Behaviour{}, fmt.Errorf("unknown mode %q: want %q or %q", b.Mode, Main, Sidecar)
+	}
+	rest := args[1:]
+	for i := 0; i < len(rest); i++ {
+		name, val, hasVal := strings.Cut(rest[i], "=")
+		if !hasVal {
+			if i+1 >= len(rest) {
+				return Behaviour{}, fmt.Errorf("flag %s needs a value", name)
+			}
+			i++
+			val = rest[i]
+		}
+		if err := b.set(name, val); err != nil {
+			return Behaviour{}, err
+		}
+	}
+	return b, nil
+}
+
+func (b *Behaviour) set(name, val string) error {
+	switch {
+	case b.Mode == Main && name == "--seconds":
+		s, err := strconv.ParseFloat(val, 64)
+		if err != nil || s < 0 {
+			return fmt.Errorf("--seconds %q: want a non-negative number", val)
+		}
+		b.Duration = time.Duration(s * float64(time.Second))
+	case b.Mode == Main && name == "--exit-code":
+		c, err := exitCode(val)
+		if err != nil {
+			return fmt.Errorf("--exit-code: %w", err)
+		}
+		b.ExitCode = c
+	case b.Mode == Sidecar && name == "--on-sigterm":
+		if val == "ignore" {
+			b.IgnoreSIGTERM = true
+			return nil
+		}
+		code, ok := strings.CutPrefix(val, "exit:")
+		if !ok {
+			return fmt.Errorf("--on-sigterm %q: want exit:C or ignore", val)
+		}
+		c, err := exitCode(code)
+		if err != nil {
+			return fmt.Errorf("--on-sigterm: %w", err)
+		}
+		b.SIGTERMExitCode = c
+	default:
+		return fmt.Errorf("unknown flag %s for mode %s", name, b.Mode)
+	}
+	return nil
+}
+
+func exitCode(s string) (int, error) {
+	c, err := strconv.Atoi(s)
+	if err != nil || c < 0 || c > 255 {
+		return 0, fmt.Errorf("exit code %q: want 0..255", s)
+	}
+	return c, nil
+}
+
+// Args renders b back into argv (without the program name), so tests and
+// generators build pod specs from values rather than strings.
+func (b Behaviour) Args() []string {
+	if b.Mode == Main {
+		return []string{Main, "--seconds", strconv.FormatFloat(b.Duration.Seconds(), 'f', -1, 64), "--exit-code", strconv.Itoa(b.ExitCode)}
+	}
+	if b.IgnoreSIGTERM {
+		return []string{Sidecar, "--on-sigterm", "ignore"}
+	}
+	return []string{Sidecar, "--on-sigterm", "exit:" + strconv.Itoa(b.SIGTERMExitCode)}
+}
