@@ -115,11 +115,10 @@ func (r *Reconciler) Sync(ctx context.Context, key cache.ObjectName) (time.Durat
 		}
 	}
 
-	in, err := r.input(pod, now)
+	plan, err := r.Plan(pod, now)
 	if err != nil {
 		return 0, err
 	}
-	plan := decision.Decide(in)
 	r.metrics.Decisions.WithLabelValues(string(plan.Verdict)).Inc()
 	r.track(key, plan.Verdict)
 	r.report(logger, pod, mem, plan)
@@ -133,6 +132,16 @@ func (r *Reconciler) Sync(ctx context.Context, key cache.ObjectName) (time.Durat
 		r.forget(key)
 	}
 	return plan.RequeueAfter, nil
+}
+
+// Plan gathers the decision's facts about the pod from the Reader and decides,
+// without acting: Sync acts on it, `explain` prints it.
+func (r *Reconciler) Plan(pod *corev1.Pod, now time.Time) (decision.Plan, error) {
+	in, err := r.input(pod, now)
+	if err != nil {
+		return decision.Plan{}, err
+	}
+	return decision.Decide(in), nil
 }
 
 // input gathers the decision's facts from the Reader.

@@ -1,0 +1,31 @@
+# sidecar-terminator: the verbs a developer needs. `make help` lists them.
+SHELL := /usr/bin/env bash
+GO    ?= go
+BIN   := bin
+
+.PHONY: help build test unit lint fmt clean
+
+help: ## List the targets.
+	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
+
+build: ## Build the controller binary into bin/sidecar-terminator.
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/sidecar-terminator ./controller/cmd/sidecar-terminator
+
+unit: ## Unit tests only: the decision, the reconciler, the kube layer.
+	$(GO) test ./controller/...
+
+test: lint build ## Everything: unit tests, simulator, real API server and real-cluster suites.
+	$(GO) test -count=1 -timeout 75m ./...
+
+lint: ## go vet and gofmt.
+	$(GO) vet ./...
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+fmt: ## Format the code.
+	gofmt -w $$(git ls-files '*.go')
+
+clean: ## Remove build output.
+	rm -rf $(BIN)
+
+-include e2e/cluster.mk
+-include sim/sim.mk

@@ -1,0 +1,104 @@
+// Package app wires the controller into a process: flags, clients, informers,
+// leader election, the metrics and health endpoints, signals, and the explain
+// command. The binary's main only calls NewCommand.
+package app
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
+	"github.com/sidecar-terminator/sidecar-terminator/controller/reconciler"
+)
+
+// Options are the controller's flags.
+type Options struct {
+	Kubeconfig             string
+	QPS                    float32
+	Burst                  int
+	LeaderElect            bool
+	LeaderElectNamespace   string
+	LeaderElectName        string
+	LeaseDuration          time.Duration
+	RenewDeadline          time.Duration
+	RetryPeriod            time.Duration
+	MetricsBindAddress     string
+	HealthProbeBindAddress string
+	Workers                int
+	VirtualNodeSelector    string
+	QuickExitAllowlist     []string
+	CRRDeadline            time.Duration
+	CRRMaxAttempts         int
+	CRRRetryBackoff        time.Duration
+	CRRTTLAfterFinished    time.Duration
+}
+
+// DefaultOptions are the production defaults.
+func DefaultOptions() *Options {
+	ns := os.Getenv("POD_NAMESPACE")
+	if ns == "" {
+		ns = "sidecar-terminator-system"
+	}
+	p := decision.DefaultPolicy()
+	return &Options{
+		QPS: 50, Burst: 100,
+		LeaderElect: true, LeaderElectNamespace: ns, LeaderElectName: "sidecar-terminator",
+		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
+		MetricsBindAddress: ":8080", HealthProbeBindAddress: ":8081",
+		Workers:             4,
+		VirtualNodeSelector: "type=virtual-kubelet",
+		CRRDeadline:         p.CRRDeadline, CRRMaxAttempts: p.MaxCRRAttempts, CRRRetryBackoff: p.RetryBackoff,
+		CRRTTLAfterFinished: reconciler.DefaultConfig().CRRTTLAfterFinished,
+	}
+}
+
+// AddFlags binds the options to flags.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Path to a kubeconfig; empty means in-cluster configuration.")
+	fs.Float32Var(&o.QPS, "kube-api-qps", o.QPS, "Queries per second to the API server.")
+	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst, "Burst of queries to the API server.")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader through a Lease so that only one replica acts.")
+	fs.StringVar(&o.LeaderElectNamespace, "leader-elect-namespace", o.LeaderElectNamespace, "Namespace of the leader election Lease (default: $POD_NAMESPACE).")
+	fs.StringVar(&o.LeaderElectName, "leader-elect-name", o.LeaderElectName, "Name of the leader election Lease.")
+	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", o.LeaseDuration, "Lease duration.")
+	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", o.RenewDeadline, "Lease renew deadline.")
+	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", o.RetryPeriod, "Lease retry period.")
+	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address of the Prometheus /metrics endpoint; 0 disables it.")
+	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "Address of /healthz and /readyz; 0 disables them.")
+	fs.IntVar(&o.Workers, "workers", o.Workers, "Pods synced in parallel.")
+	fs.StringVar(&o.VirtualNodeSelector, "virtual-node-selector", o.VirtualNodeSelector, "Label selector of virtual-kubelet nodes, where sidecars are stopped by image swap.")
+	fs.StringSliceVar(&o.QuickExitAllowlist, "quick-exit-image-allowlist", o.QuickExitAllowlist, "Images that may be swapped in (a repository allows any tag or digest of it); empty allows any valid image.")
+	fs.DurationVar(&o.CRRDeadline, "crr-deadline", o.CRRDeadline, "How long a ContainerRecreateRequest may take before its kill counts as failed.")
+	fs.IntVar(&o.CRRMaxAttempts, "crr-max-attempts", o.CRRMaxAttempts, "ContainerRecreateRequests made for one pod before giving up.")
+	fs.DurationVar(&o.CRRRetryBackoff, "crr-retry-backoff", o.CRRRetryBackoff, "Wait before the second ContainerRecreateRequest; doubles each time.")
+	fs.DurationVar(&o.CRRTTLAfterFinished, "crr-ttl-after-finished", o.CRRTTLAfterFinished, "ttlSecondsAfterFinished written on each ContainerRecreateRequest.")
+}
+
+// ReconcilerConfig checks the options and turns them into the reconciler's configuration.
+func (o *Options) ReconcilerConfig() (reconciler.Config, error) {
+	cfg := reconciler.DefaultConfig()
+	sel, err := labels.Parse(o.VirtualNodeSelector)
+	if err != nil {
+		return cfg, fmt.Errorf("--virtual-node-selector %q: %w", o.VirtualNodeSelector, err)
+	}
+	for _, img := range o.QuickExitAllowlist {
+		if err := decision.ValidateImage(img); err != nil {
+			return cfg, fmt.Errorf("--quick-exit-image-allowlist entry %q: %w", img, err)
+		}
+	}
+	if o.CRRDeadline < time.Second || o.CRRMaxAttempts < 1 || o.Workers < 1 {
+		return cfg, fmt.Errorf("--crr-deadline must be at least 1s, --crr-max-attempts and --workers at least 1")
+	}
+	if o.CRRTTLAfterFinished < time.Duration(o.CRRMaxAttempts)*o.CRRDeadline {
+		return cfg, fmt.Errorf("--crr-ttl-after-finished (%s) must outlast the attempts (%d × %s): retries count earlier CRRs", o.CRRTTLAfterFinished, o.CRRMaxAttempts, o.CRRDeadline)
+	}
+	cfg.VirtualNodeSelector = sel
+	cfg.Policy = decision.Policy{AllowedQuickExitImages: o.QuickExitAllowlist, CRRDeadline: o.CRRDeadline,
+		MaxCRRAttempts: o.CRRMaxAttempts, RetryBackoff: o.CRRRetryBackoff}
+	cfg.CRRTTLAfterFinished = o.CRRTTLAfterFinished
+	return cfg, nil
+}

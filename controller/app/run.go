@@ -1,0 +1,201 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	kruiseclient "github.com/openkruise/kruise-api/client/clientset/versioned"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/sidecar-terminator/sidecar-terminator/controller/kube"
+	"github.com/sidecar-terminator/sidecar-terminator/controller/reconciler"
+)
+
+// Clients are the API clients the controller uses.
+type Clients struct {
+	Config *rest.Config
+	Kube   kubernetes.Interface
+	Meta   metadata.Interface
+	Kruise kruiseclient.Interface
+}
+
+// NewClients builds the clients from a kubeconfig path, or in-cluster when empty.
+func NewClients(kubeconfig string, qps float32, burst int) (*Clients, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("load client configuration: %w", err)
+	}
+	cfg.QPS, cfg.Burst = qps, burst
+	cfg.UserAgent = "sidecar-terminator"
+	c := &Clients{Config: cfg}
+	if c.Kube, err = kubernetes.NewForConfig(cfg); err != nil {
+		return nil, err
+	}
+	if c.Meta, err = metadata.NewForConfig(cfg); err != nil {
+		return nil, err
+	}
+	if c.Kruise, err = kruiseclient.NewForConfig(cfg); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Run runs the controller until ctx ends.
+func Run(ctx context.Context, o *Options) error {
+	logger := klog.FromContext(ctx)
+	cfg, err := o.ReconcilerConfig()
+	if err != nil {
+		return err
+	}
+	clients, err := NewClients(o.Kubeconfig, o.QPS, o.Burst)
+	if err != nil {
+		return err
+	}
+	crrAPI, err := kube.CRRAPIServed(clients.Kube.Discovery())
+	if err != nil {
+		return err
+	}
+	if crrAPI {
+		logger.Info("ContainerRecreateRequest API found: sidecars on normal nodes are stopped through kruise-daemon")
+	} else {
+		logger.Info("ContainerRecreateRequest API not served (OpenKruise not installed): only image swaps are possible; restart the controller after installing OpenKruise")
+	}
+
+	registry := prometheus.NewRegistry()
+	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics := reconciler.NewMetrics(registry)
+
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: clients.Kube.CoreV1().Events("")})
+	defer broadcaster.Shutdown()
+	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "sidecar-terminator"})
+
+	caches, err := kube.NewCaches(clients.Kube, clients.Meta, clients.Kruise, crrAPI)
+	if err != nil {
+		return err
+	}
+	rec := reconciler.New(cfg, caches, kube.Writer{Client: clients.Kube, Kruise: clients.Kruise}, recorder, metrics, clock.RealClock{})
+	ctrl, err := kube.NewController(caches, rec)
+	if err != nil {
+		return err
+	}
+
+	errs := make(chan error, 2)
+	serve(ctx, o.MetricsBindAddress, metricsMux(registry), errs)
+	serve(ctx, o.HealthProbeBindAddress, healthMux(ctrl.Ready), errs)
+
+	// Caches fill on every replica, so a new leader acts at once.
+	caches.Start(ctx.Done())
+	run := func(ctx context.Context) {
+		if err := ctrl.Run(ctx, o.Workers); err != nil {
+			errs <- err
+		}
+	}
+	if !o.LeaderElect {
+		go run(ctx)
+	} else {
+		if err := leaderElect(ctx, o, clients.Kube, run, errs); err != nil {
+			return err
+		}
+	}
+	select {
+	case <-ctx.Done():
+		logger.Info("Shutting down")
+		return nil
+	case err := <-errs:
+		return err
+	}
+}
+
+func leaderElect(ctx context.Context, o *Options, client kubernetes.Interface, run func(context.Context), errs chan<- error) error {
+	id, err := os.Hostname()
+	if err != nil {
+		return fmt.Errorf("leader election identity: %w", err)
+	}
+	id = fmt.Sprintf("%s_%d", id, os.Getpid())
+	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, o.LeaderElectNamespace, o.LeaderElectName,
+		client.CoreV1(), client.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: id})
+	if err != nil {
+		return fmt.Errorf("leader election lock: %w", err)
+	}
+	go leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
+		Lock: lock, LeaseDuration: o.LeaseDuration, RenewDeadline: o.RenewDeadline, RetryPeriod: o.RetryPeriod,
+		ReleaseOnCancel: true, Name: o.LeaderElectName,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: run,
+			OnStoppedLeading: func() {
+				// Another replica may act now; carrying on would risk two writers.
+				if ctx.Err() == nil {
+					errs <- errors.New("lost leadership")
+				}
+			},
+			OnNewLeader: func(identity string) {
+				klog.FromContext(ctx).Info("Leader", "identity", identity, "self", identity == id)
+			},
+		},
+	})
+	return nil
+}
+
+func metricsMux(registry *prometheus.Registry) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{Registry: registry}))
+	return mux
+}
+
+func healthMux(ready func() bool) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !ready() {
+			http.Error(w, "caches not synced or not leading", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	return mux
+}
+
+// serve runs an HTTP server on addr until ctx ends; "0" or "" disables it.
+func serve(ctx context.Context, addr string, h http.Handler, errs chan<- error) {
+	if addr == "0" || addr == "" {
+		return
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		errs <- fmt.Errorf("listen on %s: %w", addr, err)
+		return
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdown)
+	}()
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errs <- fmt.Errorf("serve %s: %w", addr, err)
+		}
+	}()
+	klog.FromContext(ctx).Info("Serving", "address", ln.Addr().String())
+}
