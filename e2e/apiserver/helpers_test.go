@@ -1,0 +1,209 @@
+package apiserver
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	kruiseclient "github.com/openkruise/kruise-api/client/clientset/versioned"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/sidecar-terminator/sidecar-terminator/e2e/cluster"
+)
+
+// env is one control plane with the controller running against it.
+type env struct {
+	cp     *cluster.ControlPlane
+	ctl    *cluster.Controller
+	kube   kubernetes.Interface
+	kruise kruiseclient.Interface
+	audit  string
+}
+
+// startEnv starts etcd and kube-apiserver, installs the CRR CRD when asked,
+// applies the controller's RBAC and starts the real binary under it.
+func startEnv(t *testing.T, ctx context.Context, withCRR bool) *env {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{audit: filepath.Join(t.TempDir(), "audit.log")}
+	e.cp, err = cluster.StartControlPlane(ctx, cluster.Options{AuditLogPath: e.audit, Logf: t.Logf})
+	if err != nil {
+		t.Fatalf("start control plane: %v", err)
+	}
+	t.Cleanup(func() { _ = e.cp.Stop() })
+	if withCRR {
+		files, err := cluster.KruiseCRDFiles(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var crr []string
+		for _, f := range files {
+			if strings.Contains(filepath.Base(f), "containerrecreaterequests") {
+				crr = append(crr, f)
+			}
+		}
+		if err := e.cp.InstallCRDs(ctx, crr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.cp.ApplyControllerRBAC(ctx, root); err != nil {
+		t.Fatal(err)
+	}
+	bin, err := cluster.BuildController(ctx, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &cluster.Cluster{ControlPlane: e.cp}
+	e.ctl, err = c.StartController(ctx, bin, "-v=2")
+	if err != nil {
+		t.Fatalf("start controller: %v\n%s", err, c.Controller.LogTail(40))
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("controller log:\n%s", e.ctl.LogTail(60))
+		}
+		_ = e.ctl.Stop()
+	})
+	e.kube = kubernetes.NewForConfigOrDie(e.cp.RestConfig)
+	e.kruise = kruiseclient.NewForConfigOrDie(e.cp.RestConfig)
+	return e
+}
+
+func (e *env) createNode(t *testing.T, ctx context.Context, name string, labels map[string]string) {
+	t.Helper()
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+	if _, err := e.kube.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create node %s: %v", name, err)
+	}
+}
+
+// createPod creates the pod and then writes its status as a kubelet would.
+func (e *env) createPod(t *testing.T, ctx context.Context, pod *corev1.Pod) *corev1.Pod {
+	t.Helper()
+	status := pod.Status
+	created, err := e.kube.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create pod %s: %v", pod.Name, err)
+	}
+	created.Status = status
+	updated, err := e.kube.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, created, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatalf("write status of pod %s: %v", pod.Name, err)
+	}
+	return updated
+}
+
+func waitUntil(t *testing.T, ctx context.Context, what string, cond func(context.Context) (bool, error)) {
+	t.Helper()
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, cond); err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+// events returns "Type Reason" of the events on the pod.
+func (e *env) events(ctx context.Context, pod *corev1.Pod) ([]string, error) {
+	list, err := e.kube.CoreV1().Events(pod.Namespace).List(ctx, metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("involvedObject.uid", string(pod.UID)).String()})
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, ev := range list.Items {
+		out = append(out, ev.Type+" "+ev.Reason)
+	}
+	return out, nil
+}
+
+func (e *env) waitForEvent(t *testing.T, ctx context.Context, pod *corev1.Pod, want string) {
+	t.Helper()
+	waitUntil(t, ctx, want+" event on "+pod.Name, func(ctx context.Context) (bool, error) {
+		evs, err := e.events(ctx, pod)
+		for _, ev := range evs {
+			if ev == want {
+				return true, nil
+			}
+		}
+		return false, err
+	})
+}
+
+// metric reads one sample of the controller's /metrics, 0 when absent.
+func (e *env) metric(ctx context.Context, series string) (float64, error) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, e.ctl.MetricsURL, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if strings.HasPrefix(line, series+" ") {
+			return strconv.ParseFloat(strings.TrimSpace(strings.TrimPrefix(line, series)), 64)
+		}
+	}
+	return 0, nil
+}
+
+// auditEntry is the part of an audit.k8s.io/v1 Event the tests read.
+type auditEntry struct {
+	Stage     string                    `json:"stage"`
+	Verb      string                    `json:"verb"`
+	User      struct{ Username string } `json:"user"`
+	ObjectRef struct {
+		Resource, Subresource, Namespace, Name string
+	} `json:"objectRef"`
+	ResponseStatus struct{ Code int } `json:"responseStatus"`
+}
+
+// controllerWrites lists the mutating requests the controller's identity
+// made, events and leases aside, as "verb resource[/sub] name code".
+func (e *env) controllerWrites(t *testing.T) []string {
+	t.Helper()
+	f, err := os.Open(e.audit)
+	if err != nil {
+		t.Fatalf("open audit log: %v", err)
+	}
+	defer f.Close()
+	user := "system:serviceaccount:" + cluster.ControllerNamespace + ":" + cluster.ControllerName
+	var out []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		var a auditEntry
+		if json.Unmarshal(sc.Bytes(), &a) != nil || a.Stage != "ResponseComplete" || a.User.Username != user {
+			continue
+		}
+		switch a.Verb {
+		case "create", "update", "patch", "delete", "deletecollection":
+		default:
+			continue
+		}
+		if a.ObjectRef.Resource == "events" || a.ObjectRef.Resource == "leases" {
+			continue
+		}
+		res := a.ObjectRef.Resource
+		if a.ObjectRef.Subresource != "" {
+			res += "/" + a.ObjectRef.Subresource
+		}
+		out = append(out, a.Verb+" "+res+" "+a.ObjectRef.Name+" "+strconv.Itoa(a.ResponseStatus.Code))
+	}
+	return out
+}
