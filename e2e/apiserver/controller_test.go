@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -110,6 +111,23 @@ func TestRealBinaryAgainstRealAPIServer(t *testing.T) {
 	t.Logf("writes per terminated pod: %.1f (%d writes, 2 pods terminated)", float64(len(writes))/2, len(writes))
 	if n, _ := e.metric(ctx, `sidecar_terminator_actions_total{method="ContainerRecreateRequest",result="success"}`); n != 1 {
 		t.Errorf("CRR actions metric = %v, want 1", n)
+	}
+
+	// explain, run as a person would, tells the same story for each pod.
+	for pod, want := range map[string][]string{
+		"crr-pod":     {"sidecar", "KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT", "Decision: InProgress", crrName},
+		"running-pod": {"main", "running", "Decision: MainsActive"},
+		"no-path-pod": {"Decision: NoPath", "virtual node", "NoTerminationPath"},
+	} {
+		out, err := exec.CommandContext(ctx, e.bin, "explain", "--kubeconfig", e.cp.Kubeconfig, "-n", "default", pod).CombinedOutput()
+		if err != nil {
+			t.Fatalf("explain %s: %v\n%s", pod, err, out)
+		}
+		for _, w := range want {
+			if !strings.Contains(string(out), w) {
+				t.Errorf("explain %s lacks %q:\n%s", pod, w, out)
+			}
+		}
 	}
 }
 

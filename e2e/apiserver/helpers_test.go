@@ -30,6 +30,7 @@ type env struct {
 	kube   kubernetes.Interface
 	kruise kruiseclient.Interface
 	audit  string
+	bin    string
 }
 
 // startEnv starts etcd and kube-apiserver, installs the CRR CRD when asked,
@@ -68,6 +69,7 @@ func startEnv(t *testing.T, ctx context.Context, withCRR bool) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.bin = bin
 	c := &cluster.Cluster{ControlPlane: e.cp}
 	e.ctl, err = c.StartController(ctx, bin, "-v=2")
 	if err != nil {
