@@ -84,8 +84,15 @@ func Run(ctx context.Context, o *Options) error {
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := reconciler.NewMetrics(registry)
 
+	// Events go through a client of their own, so that a burst of events never
+	// waits behind, or delays, the writes that stop sidecars.
+	eventsConfig := rest.CopyConfig(clients.Config)
+	eventsClient, err := kubernetes.NewForConfig(eventsConfig)
+	if err != nil {
+		return err
+	}
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: clients.Kube.CoreV1().Events("")})
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: eventsClient.CoreV1().Events("")})
 	defer broadcaster.Shutdown()
 	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "sidecar-terminator"})
 
