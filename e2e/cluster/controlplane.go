@@ -30,6 +30,10 @@ type Options struct {
 	ControllerManager bool
 	// Scheduler starts kube-scheduler; without it pods need spec.nodeName.
 	Scheduler bool
+	// BeforeControllers runs once the apiserver is ready and before KCM
+	// and the scheduler start, e.g. to install CRDs that KCM's garbage
+	// collector should know from its first discovery.
+	BeforeControllers func(ctx context.Context, cp *ControlPlane) error
 	// Logf, if set, receives one line per step with its duration.
 	Logf func(format string, args ...any)
 }
@@ -100,6 +104,11 @@ func StartControlPlane(ctx context.Context, opts Options) (_ *ControlPlane, err 
 		return nil, err
 	}
 	opts.Logf("etcd + kube-apiserver ready in %s", time.Since(t1).Round(time.Millisecond))
+	if opts.BeforeControllers != nil {
+		if err := opts.BeforeControllers(ctx, c); err != nil {
+			return nil, err
+		}
+	}
 	if opts.ControllerManager {
 		if err := c.startControllerManager(ctx, bins[KubeControllerManager]); err != nil {
 			return nil, err

@@ -37,5 +37,29 @@
 // RBAC is on (--authorization-mode=Node,RBAC); the admin identity is a
 // client certificate in group system:masters.
 //
+// # The whole cluster
+//
+//	c, err := cluster.Up(ctx, cluster.UpOptions{}) // control plane + node + OpenKruise
+//	defer c.Stop()                                  // by PID; host restored; fails if anything is left
+//	bin, _ := cluster.BuildController(ctx, repoRoot) // <repo>/bin/sidecar-terminator
+//	_ = c.ApplyControllerRBAC(ctx, repoRoot)         // controller/deploy/base/rbac.yaml
+//	ctl, _ := c.StartController(ctx, bin)            // as ServiceAccount sidecar-terminator-system/sidecar-terminator
+//
+// Up needs root and containerd, runc and the CNI plugins
+// (e2e/hack/install-host-deps.sh). It starts, in order: etcd and
+// kube-apiserver, the Kruise CRDs (read from the kruise module in the
+// module cache), kube-controller-manager and kube-scheduler, the images
+// (package images/oci, imported with ctr), containerd and the kubelet (node
+// "st-node", Ready), kruise-manager (webhook on 127.0.0.1, SidecarTerminator
+// gate off) and kruise-daemon (through a /hostvarrun symlink to the run
+// dir, removed at Stop). Pods use imagePullPolicy Never with
+// images.Workload.Ref and images.QuickExit.Ref.
+//
+// Every process writes <run>/pids/<name>.pid (PID and kernel start time,
+// so a recycled PID is never killed) and logs to <run>/logs/<name>.log;
+// Down(runDir) stops a cluster from another process, and CheckClean(runDir)
+// lists anything left behind. Container logs: <run>/node/pod-logs (the
+// kubelet serves only on 127.0.0.1, so `kubectl logs` does not work).
+//
 // Times on the 2-core development VM: see e2e/README.md.
 package cluster

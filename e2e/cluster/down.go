@@ -14,7 +14,7 @@ import (
 
 // nodeProcesses are the processes tied to the node's containerd, stopped
 // (newest first) before it; the control plane outlives them.
-var nodeProcesses = map[string]bool{"kruise-daemon": true, Kubelet: true, "containerd": true}
+var nodeProcesses = map[string]bool{KruiseDaemon: true, Kubelet: true, "containerd": true}
 
 func containerdSocket(runDir string) string {
 	return filepath.Join(runDir, "node", "hostvarrun", "containerd", "containerd.sock")

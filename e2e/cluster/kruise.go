@@ -1,0 +1,337 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
+)
+
+const (
+	kruiseModule    = "github.com/openkruise/kruise"
+	KruiseNamespace = "kruise-system"
+	KruiseManager   = "kruise-manager"
+	KruiseDaemon    = "kruise-daemon"
+)
+
+// KruiseBinaries builds (once) kruise-manager and kruise-daemon. The kruise
+// module's go.mod has replace directives, which `go install mod@version`
+// refuses, so the module is copied to a writable dir and built there as the
+// main module. The copy keeps a fixed path (<cache>/kruise-VERSION.src):
+// without -trimpath, Go's build cache keys the main module's packages on
+// their directory.
+func KruiseBinaries(ctx context.Context) (map[string]string, error) {
+	cache, err := CacheDir()
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(cache, "kruise-"+KruiseVersion)
+	return ensureBinaries(ctx, dir, []string{KruiseManager, KruiseDaemon}, func(tmp string, missing []string) error {
+		src, err := moduleDir(ctx, kruiseModule, KruiseVersion)
+		if err != nil {
+			return err
+		}
+		work := dir + ".src"
+		if err := os.RemoveAll(work); err != nil {
+			return fmt.Errorf("clean kruise source copy: %w", err)
+		}
+		if err := copyTree(src, work); err != nil {
+			return fmt.Errorf("copy kruise module: %w", err)
+		}
+		pkgs := map[string]string{KruiseManager: ".", KruiseDaemon: "./cmd/daemon"}
+		for _, n := range missing {
+			if err := goBuild(ctx, work, filepath.Join(tmp, n), "-ldflags", "-s -w", pkgs[n]); err != nil {
+				return fmt.Errorf("build %s %s: %w", n, KruiseVersion, err)
+			}
+		}
+		return nil
+	})
+}
+
+// copyTree copies a read-only module dir into a writable one.
+func copyTree(src, dst string) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		target := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		in, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		out, err := os.OpenFile(target, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(out, in); err != nil {
+			out.Close()
+			return err
+		}
+		return out.Close()
+	})
+}
+
+// KruiseCRDFiles returns the CRD manifests shipped in the kruise module zip.
+// They are read from the module cache at run time, not vendored here.
+func KruiseCRDFiles(ctx context.Context) ([]string, error) {
+	src, err := moduleDir(ctx, kruiseModule, KruiseVersion)
+	if err != nil {
+		return nil, err
+	}
+	files, err := filepath.Glob(filepath.Join(src, "config", "crd", "bases", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		return nil, fmt.Errorf("no CRDs in %s/config/crd/bases: %v", src, err)
+	}
+	return files, nil
+}
+
+var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+// InstallCRDs creates the CRDs in files and waits until each is Established.
+func (c *ControlPlane) InstallCRDs(ctx context.Context, files []string) error {
+	dyn, err := dynamic.NewForConfig(c.RestConfig)
+	if err != nil {
+		return fmt.Errorf("dynamic client: %w", err)
+	}
+	var names []string
+	for _, f := range files {
+		objs, err := readYAMLObjects(f)
+		if err != nil {
+			return err
+		}
+		for _, o := range objs {
+			if o.GetKind() != "CustomResourceDefinition" {
+				continue
+			}
+			if _, err := dyn.Resource(crdGVR).Create(ctx, o, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+				return fmt.Errorf("create CRD %s from %s: %w", o.GetName(), f, err)
+			}
+			names = append(names, o.GetName())
+		}
+	}
+	for _, n := range names {
+		err := waitFor(ctx, "CRD "+n+" Established", 30*time.Second, nil, func(ctx context.Context) (bool, error) {
+			u, err := dyn.Resource(crdGVR).Get(ctx, n, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+			for _, ci := range conds {
+				cm, _ := ci.(map[string]any)
+				if cm["type"] == "Established" && cm["status"] == "True" {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func readYAMLObjects(path string) ([]*unstructured.Unstructured, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	var out []*unstructured.Unstructured
+	for {
+		var m map[string]any
+		if err := dec.Decode(&m); err != nil {
+			if errors.Is(err, io.EOF) {
+				return out, nil
+			}
+			return nil, fmt.Errorf("decode %s: %w", path, err)
+		}
+		if len(m) > 0 {
+			out = append(out, &unstructured.Unstructured{Object: m})
+		}
+	}
+}
+
+// installKruiseWebhookConfigs creates the two webhook configurations from
+// the module's config/webhook, as kustomize would: the "kruise-" name
+// prefix, and the selectors of patch_manifests.yaml (without them the
+// delete-protection webhooks would intercept every namespace and CRD
+// deletion). kruise-manager then fills in caBundle and, because
+// WEBHOOK_HOST is set, a https://127.0.0.1:PORT URL.
+func installKruiseWebhookConfigs(ctx context.Context, cs kubernetes.Interface, moduleDir string) error {
+	base := filepath.Join(moduleDir, "config", "webhook")
+	var mut, patchMut admissionv1.MutatingWebhookConfiguration
+	var val, patchVal admissionv1.ValidatingWebhookConfiguration
+	if err := decodeKinds(filepath.Join(base, "manifests.yaml"), &mut, &val); err != nil {
+		return err
+	}
+	if err := decodeKinds(filepath.Join(base, "patch_manifests.yaml"), &patchMut, &patchVal); err != nil {
+		return err
+	}
+	for i := range mut.Webhooks {
+		for _, p := range patchMut.Webhooks {
+			if p.Name == mut.Webhooks[i].Name {
+				mut.Webhooks[i].NamespaceSelector, mut.Webhooks[i].ObjectSelector = p.NamespaceSelector, p.ObjectSelector
+			}
+		}
+		setService(&mut.Webhooks[i].ClientConfig)
+	}
+	for i := range val.Webhooks {
+		for _, p := range patchVal.Webhooks {
+			if p.Name == val.Webhooks[i].Name {
+				val.Webhooks[i].NamespaceSelector, val.Webhooks[i].ObjectSelector = p.NamespaceSelector, p.ObjectSelector
+			}
+		}
+		setService(&val.Webhooks[i].ClientConfig)
+	}
+	mut.ObjectMeta = metav1.ObjectMeta{Name: "kruise-mutating-webhook-configuration"}
+	val.ObjectMeta = metav1.ObjectMeta{Name: "kruise-validating-webhook-configuration"}
+	if _, err := cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, &mut, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create %s: %w", mut.Name, err)
+	}
+	if _, err := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, &val, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create %s: %w", val.Name, err)
+	}
+	return nil
+}
+
+func setService(cc *admissionv1.WebhookClientConfig) {
+	if cc.Service != nil {
+		cc.Service.Namespace, cc.Service.Name = KruiseNamespace, "kruise-webhook-service"
+	}
+}
+
+// decodeKinds fills mut and val from the documents of a multi-doc YAML.
+func decodeKinds(path string, mut *admissionv1.MutatingWebhookConfiguration, val *admissionv1.ValidatingWebhookConfiguration) error {
+	objs, err := readYAMLObjects(path)
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		data, err := yaml.Marshal(o.Object)
+		if err != nil {
+			return fmt.Errorf("re-encode %s: %w", path, err)
+		}
+		switch o.GetKind() {
+		case "MutatingWebhookConfiguration":
+			err = yaml.Unmarshal(data, mut)
+		case "ValidatingWebhookConfiguration":
+			err = yaml.Unmarshal(data, val)
+		}
+		if err != nil {
+			return fmt.Errorf("decode %s in %s: %w", o.GetKind(), path, err)
+		}
+	}
+	return nil
+}
+
+// StartKruise starts kruise-manager (webhook on 127.0.0.1, SidecarTerminator
+// off: our controller decides, Kruise only executes CRRs) and waits for it
+// to be ready, then kruise-daemon for the node, which finds containerd
+// through the /hostvarrun symlink. The CRDs must already be installed.
+func StartKruise(ctx context.Context, cp *ControlPlane, node *Node) error {
+	bins, err := KruiseBinaries(ctx)
+	if err != nil {
+		return err
+	}
+	src, err := moduleDir(ctx, kruiseModule, KruiseVersion)
+	if err != nil {
+		return err
+	}
+	cs, err := kubernetes.NewForConfig(cp.RestConfig)
+	if err != nil {
+		return fmt.Errorf("admin client: %w", err)
+	}
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: KruiseNamespace}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create namespace %s: %w", KruiseNamespace, err)
+	}
+	if err := installKruiseWebhookConfigs(ctx, cs, src); err != nil {
+		return err
+	}
+	ports, err := freePorts(4)
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(cp.RunDir, "kruise")
+	for _, d := range []string{filepath.Join(dir, "certs"), filepath.Join(dir, "protection-log")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return fmt.Errorf("create %s: %w", d, err)
+		}
+	}
+	// Kruise is infrastructure here, not what is under test: it runs with
+	// the admin kubeconfig rather than its own RBAC.
+	env := []string{"KUBECONFIG=" + cp.Kubeconfig, "POD_NAMESPACE=" + KruiseNamespace,
+		"WEBHOOK_HOST=127.0.0.1", "WEBHOOK_PORT=" + itoa(ports[0]), "WEBHOOK_CERT_DIR=" + filepath.Join(dir, "certs")}
+	mgr, err := startProcess(cp.RunDir, KruiseManager, bins[KruiseManager], []string{
+		"--enable-leader-election=false",
+		"--metrics-addr=127.0.0.1:" + itoa(ports[1]),
+		"--health-probe-addr=127.0.0.1:" + itoa(ports[2]),
+		"--enable-pprof=false",
+		"--feature-gates=SidecarTerminator=false",
+		"--protection-log-path=" + filepath.Join(dir, "protection-log"),
+		// The default 30 QPS throttles CRR handling in a burst of Jobs.
+		"--rest-config-qps=200", "--rest-config-burst=400",
+		"--v=1",
+	}, env)
+	if err != nil {
+		return err
+	}
+	cp.procs = append(cp.procs, mgr)
+	health := "http://127.0.0.1:" + itoa(ports[2]) + "/readyz"
+	if err := waitFor(ctx, "kruise-manager ready", 90*time.Second, mgr, func(ctx context.Context) (bool, error) {
+		return httpOK(ctx, health)
+	}); err != nil {
+		return err
+	}
+	return node.startKruiseDaemon(ctx, bins[KruiseDaemon], cp.Kubeconfig, ports[3])
+}
+
+func (n *Node) startKruiseDaemon(ctx context.Context, bin, kubeconfig string, port int) error {
+	target := filepath.Dir(filepath.Dir(n.Socket)) // <node run dir>/hostvarrun
+	if cur, err := os.Readlink(HostVarRun); err == nil && cur != target {
+		return fmt.Errorf("%s already points to %s (another cluster running?)", HostVarRun, cur)
+	} else if err != nil {
+		if _, statErr := os.Lstat(HostVarRun); statErr == nil {
+			return fmt.Errorf("%s exists and is not our symlink; refusing to replace it", HostVarRun)
+		}
+		if err := os.Symlink(target, HostVarRun); err != nil {
+			return fmt.Errorf("link %s -> %s: %w", HostVarRun, target, err)
+		}
+	}
+	p, err := startProcess(n.cp.RunDir, KruiseDaemon, bin, []string{
+		"--addr=127.0.0.1:" + itoa(port),
+		"--enable-pprof=false",
+		"--v=1",
+	}, []string{"KUBECONFIG=" + kubeconfig, "NODE_NAME=" + n.Name})
+	if err != nil {
+		return err
+	}
+	n.procs = append(n.procs, p)
+	return waitFor(ctx, "kruise-daemon healthz", 60*time.Second, p, func(ctx context.Context) (bool, error) {
+		return httpOK(ctx, "http://127.0.0.1:"+itoa(port)+"/healthz")
+	})
+}
