@@ -1,14 +1,8 @@
 package apiserver
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
-	"io"
-	"net/http"
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -144,68 +138,16 @@ func (e *env) waitForEvent(t *testing.T, ctx context.Context, pod *corev1.Pod, w
 	})
 }
 
-// metric reads one sample of the controller's /metrics, 0 when absent.
 func (e *env) metric(ctx context.Context, series string) (float64, error) {
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, e.ctl.MetricsURL, nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(body), "\n") {
-		if strings.HasPrefix(line, series+" ") {
-			return strconv.ParseFloat(strings.TrimSpace(strings.TrimPrefix(line, series)), 64)
-		}
-	}
-	return 0, nil
+	return e.ctl.Metric(ctx, series)
 }
 
-// auditEntry is the part of an audit.k8s.io/v1 Event the tests read.
-type auditEntry struct {
-	Stage     string                    `json:"stage"`
-	Verb      string                    `json:"verb"`
-	User      struct{ Username string } `json:"user"`
-	ObjectRef struct {
-		Resource, Subresource, Namespace, Name string
-	} `json:"objectRef"`
-	ResponseStatus struct{ Code int } `json:"responseStatus"`
-}
-
-// controllerWrites lists the mutating requests the controller's identity
-// made, events and leases aside, as "verb resource[/sub] name code".
+// controllerWrites lists the controller's mutating requests, events and leases aside.
 func (e *env) controllerWrites(t *testing.T) []string {
 	t.Helper()
-	f, err := os.Open(e.audit)
+	writes, err := cluster.MutatingRequests(e.audit, cluster.ControllerServiceAccountUser)
 	if err != nil {
-		t.Fatalf("open audit log: %v", err)
+		t.Fatal(err)
 	}
-	defer f.Close()
-	user := "system:serviceaccount:" + cluster.ControllerNamespace + ":" + cluster.ControllerName
-	var out []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	for sc.Scan() {
-		var a auditEntry
-		if json.Unmarshal(sc.Bytes(), &a) != nil || a.Stage != "ResponseComplete" || a.User.Username != user {
-			continue
-		}
-		switch a.Verb {
-		case "create", "update", "patch", "delete", "deletecollection":
-		default:
-			continue
-		}
-		if a.ObjectRef.Resource == "events" || a.ObjectRef.Resource == "leases" {
-			continue
-		}
-		res := a.ObjectRef.Resource
-		if a.ObjectRef.Subresource != "" {
-			res += "/" + a.ObjectRef.Subresource
-		}
-		out = append(out, a.Verb+" "+res+" "+a.ObjectRef.Name+" "+strconv.Itoa(a.ResponseStatus.Code))
-	}
-	return out
+	return writes
 }
