@@ -1,0 +1,173 @@
+// Package toolbin builds the developer tools pinned in hack/tools/go.mod
+// (helm, actionlint) from their Go modules and caches the binaries outside
+// the repository, keyed by version: the first test or make target pays the
+// build, every later one gets the path at once. The tools' dependencies stay
+// in hack/tools, out of the product's go.mod.
+package toolbin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Packages maps a tool's name to its main package in hack/tools.
+var Packages = map[string]string{
+	"helm":       "helm.sh/helm/v3/cmd/helm",
+	"actionlint": "github.com/rhysd/actionlint/cmd/actionlint",
+}
+
+// CacheDir is where the tools are cached: $SIDECAR_TERMINATOR_CACHE/tools,
+// the same root e2e/cluster caches its binaries under.
+func CacheDir() (string, error) {
+	if d := os.Getenv("SIDECAR_TERMINATOR_CACHE"); d != "" {
+		return filepath.Join(d, "tools"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("find cache dir: %w", err)
+	}
+	return filepath.Join(home, ".cache", "sidecar-terminator", "tools"), nil
+}
+
+// RepoRoot is the root of the sidecar-terminator module, found from the
+// working directory so that tests (run in their package dir) and commands
+// agree.
+func RepoRoot() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	gomod := strings.TrimSpace(string(out))
+	if gomod == "" || gomod == os.DevNull {
+		return "", errors.New("not inside the sidecar-terminator module")
+	}
+	root := filepath.Dir(gomod)
+	if _, err := os.Stat(filepath.Join(root, "hack", "tools", "go.mod")); err != nil {
+		return "", fmt.Errorf("%s has no hack/tools module: %w", root, err)
+	}
+	return root, nil
+}
+
+// Path returns the binary of the named tool at its pinned version, building
+// it first when the cache lacks it.
+func Path(ctx context.Context, name string) (string, error) {
+	pkg, ok := Packages[name]
+	if !ok {
+		return "", fmt.Errorf("unknown tool %q", name)
+	}
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	toolsDir := filepath.Join(root, "hack", "tools")
+	version, err := goCmd(ctx, toolsDir, "list", "-f", "{{.Module.Version}}", pkg)
+	if err != nil {
+		return "", fmt.Errorf("version of %s: %w", name, err)
+	}
+	cache, err := CacheDir()
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(cache, name+"-"+version)
+	if _, err := os.Stat(bin); err == nil {
+		return bin, nil
+	}
+	err = withLock(ctx, bin+".lock", func() error {
+		if _, err := os.Stat(bin); err == nil {
+			return nil // built by whoever held the lock before us
+		}
+		tmp := fmt.Sprintf("%s.tmp%d", bin, os.Getpid())
+		defer os.Remove(tmp)
+		ldflags, err := ldflagsFor(ctx, toolsDir, name, version)
+		if err != nil {
+			return err
+		}
+		if _, err := goCmd(ctx, toolsDir, "build", "-trimpath", "-ldflags", ldflags, "-o", tmp, pkg); err != nil {
+			return fmt.Errorf("build %s %s: %w", name, version, err)
+		}
+		// Rename last, so a reader never runs a half-written binary.
+		return os.Rename(tmp, bin)
+	})
+	if err != nil {
+		return "", err
+	}
+	return bin, nil
+}
+
+// ldflagsFor sets what the tools' own release builds set by -X. For helm
+// that includes the Kubernetes version it assumes when it has no cluster
+// (helm template, helm lint): without it helm assumes v1.20 and rejects the
+// chart's kubeVersion constraint.
+func ldflagsFor(ctx context.Context, toolsDir, name, version string) (string, error) {
+	switch name {
+	case "helm":
+		kv, err := goCmd(ctx, toolsDir, "list", "-m", "-f", "{{.Version}}", "k8s.io/client-go")
+		if err != nil {
+			return "", err
+		}
+		// k8s.io/client-go v0.35.4 is Kubernetes 1.35.
+		parts := strings.Split(strings.TrimPrefix(kv, "v"), ".")
+		if len(parts) < 2 {
+			return "", fmt.Errorf("unexpected client-go version %q", kv)
+		}
+		major, minor := "1", parts[1]
+		flags := []string{"-s", "-w", "-X", "helm.sh/helm/v3/internal/version.version=" + version}
+		for _, p := range []string{"helm.sh/helm/v3/pkg/lint/rules", "helm.sh/helm/v3/pkg/chartutil"} {
+			flags = append(flags, "-X", p+".k8sVersionMajor="+major, "-X", p+".k8sVersionMinor="+minor)
+		}
+		return strings.Join(flags, " "), nil
+	case "actionlint":
+		return "-s -w -X github.com/rhysd/actionlint.version=" + version, nil
+	}
+	return "-s -w", nil
+}
+
+func goCmd(ctx context.Context, dir string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = dir
+	// The tools module is built as it is pinned: no workspace, no vendoring
+	// from the parent module.
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go %s: %w: %s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// withLock runs fn holding an exclusive flock on path, so that two test
+// binaries starting together build a tool once.
+func withLock(ctx context.Context, path string, fn func() error) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("create cache dir: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return fmt.Errorf("open lock %s: %w", path, err)
+	}
+	defer f.Close()
+	// Flock blocks without honouring ctx; poll so a cancelled test returns.
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			return fmt.Errorf("lock %s: %w", path, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait for lock %s: %w", path, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	defer syscall.Flock(int(f.Fd()), syscall.LOCK_UN) //nolint:errcheck // closing releases it anyway
+	return fn()
+}
