@@ -1,0 +1,150 @@
+package cases
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	"sigs.k8s.io/e2e-framework/pkg/features"
+)
+
+// ControllerControl restarts the controller under test: a process on the
+// real node harness, a pod deletion on kind.
+type ControllerControl interface {
+	RestartController(ctx context.Context) error
+}
+
+// BurstWithRestartFeature creates n Jobs at once and restarts the
+// controller once a fifth of the pods have their CRR: every Job must still
+// complete, with exactly one CRR per pod (the restarted controller must not
+// create a second one for pods it already handled).
+func BurstWithRestartFeature(ctl ControllerControl, n int) *features.FeatureBuilder {
+	ns := "e2e-burst"
+	return features.New(fmt.Sprintf("Burst of %d Jobs with a controller restart in the middle", n)).
+		WithLabel("type", "burst").
+		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			cl := mustClients(t, cfg)
+			if err := CreateNamespace(ctx, cl.Kube, ns); err != nil {
+				t.Fatal(err)
+			}
+			for i := range n {
+				js := JobSpec{Name: fmt.Sprintf("burst-%02d", i), Namespace: ns, RestartPolicy: never,
+					Containers: []Container{Main("main", 2, 0), Sidecar("proxy", "exit:0", true)}}
+				if _, err := cl.Kube.BatchV1().Jobs(ns).Create(ctx, js.Build(), metav1.CreateOptions{}); err != nil {
+					t.Fatalf("create job %s: %v", js.Name, err)
+				}
+			}
+			return ctx
+		}).
+		Assess("restart while CRRs are being created", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			cl := mustClients(t, cfg)
+			deadline := time.Now().Add(5 * time.Minute)
+			for {
+				crrs, err := cl.Dynamic.Resource(CRRResource).Namespace(ns).List(ctx, metav1.ListOptions{LabelSelector: ManagedByLabel})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(crrs.Items) >= n/5 {
+					t.Logf("restarting the controller with %d/%d CRRs created", len(crrs.Items), n)
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("only %d CRRs after 5 minutes", len(crrs.Items))
+				}
+				_ = sleep(ctx, 200*time.Millisecond)
+			}
+			if err := ctl.RestartController(ctx); err != nil {
+				t.Fatalf("restart controller: %v", err)
+			}
+			return ctx
+		}).
+		Assess("all Jobs complete with one CRR per pod", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			cl := mustClients(t, cfg)
+			if err := waitAllJobs(ctx, cl, ns, n, 8*time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			pods, err := cl.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			crrs, err := cl.Dynamic.Resource(CRRResource).Namespace(ns).List(ctx, metav1.ListOptions{LabelSelector: ManagedByLabel})
+			if err != nil {
+				t.Fatal(err)
+			}
+			perPod := map[string]int{}
+			for _, c := range crrs.Items {
+				p, _, _ := unstructured.NestedString(c.Object, "spec", "podName")
+				perPod[p]++
+			}
+			if len(pods.Items) != n {
+				t.Errorf("%d pods for %d Jobs (backoffLimit 0: one each)", len(pods.Items), n)
+			}
+			for i := range pods.Items {
+				p := &pods.Items[i]
+				if perPod[p.Name] != 1 {
+					t.Errorf("pod %s has %d CRRs, want 1", p.Name, perPod[p.Name])
+				}
+				if p.Status.Phase != corev1.PodSucceeded {
+					t.Errorf("pod %s phase %s", p.Name, p.Status.Phase)
+				}
+				for _, c := range []string{"main", "proxy"} {
+					if code, ok := ExitCode(p, c); !ok || code != 0 {
+						t.Errorf("pod %s container %s exit %d (terminated %v)", p.Name, c, code, ok)
+					}
+				}
+			}
+			evs, err := cl.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=" + ReasonSidecarTerminating})
+			if err != nil {
+				t.Fatal(err)
+			}
+			withEvent := map[string]bool{}
+			for _, e := range evs.Items {
+				withEvent[e.InvolvedObject.Name] = true
+			}
+			if len(withEvent) != n {
+				t.Errorf("%d pods have a %s event, want %d", len(withEvent), ReasonSidecarTerminating, n)
+			}
+			return ctx
+		}).
+		Teardown(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			js := JobSpec{Namespace: ns}
+			return deleteNamespace(&js)(ctx, t, cfg)
+		})
+}
+
+func waitAllJobs(ctx context.Context, cl Clients, ns string, n int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		jobs, err := cl.Kube.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return fmt.Errorf("list jobs: %w", err)
+		}
+		complete, failed := 0, []string{}
+		for i := range jobs.Items {
+			switch JobFinished(&jobs.Items[i]) {
+			case batchv1.JobComplete:
+				complete++
+			case batchv1.JobFailed:
+				failed = append(failed, jobs.Items[i].Name)
+			}
+		}
+		if len(failed) > 0 {
+			return fmt.Errorf("jobs failed: %v", failed)
+		}
+		if complete == n {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d/%d jobs complete after %s", complete, n, timeout)
+		}
+		if err := sleep(ctx, time.Second); err != nil {
+			return err
+		}
+	}
+}

@@ -1,0 +1,118 @@
+package cases
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	"sigs.k8s.io/e2e-framework/pkg/features"
+)
+
+const (
+	never     = corev1.RestartPolicyNever
+	onFailure = corev1.RestartPolicyOnFailure
+)
+
+// JobFeatures are the single-Job cases, for any environment whose node runs
+// kruise-daemon. Each has its own namespace.
+func JobFeatures() []features.Feature {
+	fs := []*features.FeatureBuilder{
+		JobFeature("Never, main exits 0: sidecar stopped by CRR, Job Complete",
+			JobSpec{Name: "never-ok", RestartPolicy: never, Containers: []Container{Main("main", 2, 0), Sidecar("proxy", "exit:0", true)}},
+			Expect{Job: batchv1.JobComplete, Phase: corev1.PodSucceeded, ExitCodes: map[string]int32{"main": 0, "proxy": 0}, CRRContainers: []string{"proxy"}, Event: true}),
+		JobFeature("Never, main exits 3: sidecar still stopped, Job Failed",
+			JobSpec{Name: "never-fail", RestartPolicy: never, Containers: []Container{Main("main", 2, 3), Sidecar("proxy", "exit:0", true)}},
+			Expect{Job: batchv1.JobFailed, Phase: corev1.PodFailed, ExitCodes: map[string]int32{"main": 3, "proxy": 0}, CRRContainers: []string{"proxy"}, Event: true}),
+		JobFeature("OnFailure, main exits 0: sidecar stopped by CRR, Job Complete",
+			JobSpec{Name: "onfailure-ok", RestartPolicy: onFailure, Containers: []Container{Main("main", 2, 0), Sidecar("proxy", "exit:0", true)}},
+			Expect{Job: batchv1.JobComplete, Phase: corev1.PodSucceeded, ExitCodes: map[string]int32{"main": 0, "proxy": 0}, CRRContainers: []string{"proxy"}, Event: true}),
+		// A non-zero main under OnFailure is restarted by the kubelet, so it
+		// is never done: the sidecar must not be touched. backoffLimit 0
+		// makes the Job controller fail the Job on the first restart.
+		JobFeature("OnFailure, main exits 1: never done, sidecar untouched, Job Failed",
+			JobSpec{Name: "onfailure-fail", RestartPolicy: onFailure, Containers: []Container{Main("main", 2, 1), Sidecar("proxy", "exit:0", true)}},
+			Expect{Job: batchv1.JobFailed, CRRContainers: nil, Event: false}),
+		JobFeature("Two marked sidecars: one CRR names both",
+			JobSpec{Name: "two-sidecars", RestartPolicy: never, Containers: []Container{Main("main", 2, 0), Sidecar("proxy", "exit:0", true), Sidecar("logs", "exit:0", true)}},
+			Expect{Job: batchv1.JobComplete, Phase: corev1.PodSucceeded, ExitCodes: map[string]int32{"main": 0, "proxy": 0, "logs": 0}, CRRContainers: []string{"logs", "proxy"}, Event: true}),
+		// Without ignore-exit-code the sidecar's own exit code counts: the
+		// pod fails although the main succeeded (OpenKruise behaves alike).
+		JobFeature("Sidecar exits 1 on SIGTERM: pod Failed",
+			JobSpec{Name: "sidecar-exit1", RestartPolicy: never, Containers: []Container{Main("main", 2, 0), Sidecar("proxy", "exit:1", true)}},
+			Expect{Job: batchv1.JobFailed, Phase: corev1.PodFailed, ExitCodes: map[string]int32{"main": 0, "proxy": 1}, CRRContainers: []string{"proxy"}, Event: true}),
+		JobFeature("Ignore exit code: phase settled Succeeded before the sidecar is stopped",
+			JobSpec{Name: "ignore-exit", RestartPolicy: never, Containers: []Container{Main("main", 2, 0), Sidecar("proxy", "exit:1", true).With(EnvIgnoreExitCode, "true")}},
+			Expect{Job: batchv1.JobComplete, Phase: corev1.PodSucceeded, ExitCodes: map[string]int32{"main": 0, "proxy": 1}, CRRContainers: []string{"proxy"}, Event: true, PodCondition: "SidecarTerminated"}),
+		// The kubelet stops native sidecars itself; the controller must not
+		// classify init containers at all.
+		JobFeature("Native sidecar: stopped by the kubelet, no CRR",
+			JobSpec{Name: "native-sidecar", RestartPolicy: never, Containers: []Container{Main("main", 2, 0)}, NativeSidecars: []Container{Sidecar("native", "exit:0", false)}},
+			Expect{Job: batchv1.JobComplete, Phase: corev1.PodSucceeded, ExitCodes: map[string]int32{"main": 0}, CRRContainers: nil, Event: false}),
+		UnmarkedSidecarFeature(),
+	}
+	out := make([]features.Feature, len(fs))
+	for i, f := range fs {
+		out[i] = f.Feature()
+	}
+	return out
+}
+
+// UnmarkedSidecarFeature: a sidecar without any mark is a main container
+// to the controller, so nothing is done and the pod keeps running.
+func UnmarkedSidecarFeature() *features.FeatureBuilder {
+	js := JobSpec{Name: "unmarked", RestartPolicy: never, Containers: []Container{Main("main", 1, 0), Sidecar("proxy", "exit:0", false)}}
+	return features.New("Unmarked sidecar: untouched, pod stays Running").
+		WithLabel("type", "job").
+		Setup(createNamespaceAndJob(&js)).
+		Assess("nothing happens after the main exits", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			cl := mustClients(t, cfg)
+			var obs Observation
+			obs.CRRs = map[string][]string{}
+			// Wait for the main to exit, then give the controller the time
+			// it needs everywhere else (a few seconds) to do something wrong.
+			var mainDone time.Time
+			deadline := time.Now().Add(2 * time.Minute)
+			for time.Now().Before(deadline) {
+				if err := obs.observePod(ctx, cl, js.Namespace, js.Name); err != nil {
+					t.Fatal(err)
+				}
+				if obs.Pod != nil && mainDone.IsZero() {
+					if _, ok := ExitCode(obs.Pod, "main"); ok {
+						mainDone = time.Now()
+					}
+				}
+				if !mainDone.IsZero() && time.Since(mainDone) > 8*time.Second {
+					break
+				}
+				_ = sleep(ctx, 250*time.Millisecond)
+			}
+			if mainDone.IsZero() {
+				t.Fatalf("main never exited: %+v", obs.Pod)
+			}
+			if s, _ := ContainerState(obs.Pod, "proxy"); s.State.Running == nil {
+				t.Errorf("unmarked sidecar not running 8 s after the main exited: %+v", s.State)
+			}
+			if obs.Pod.Status.Phase != corev1.PodRunning {
+				t.Errorf("pod phase %s, want Running", obs.Pod.Status.Phase)
+			}
+			if len(obs.CRRs) > 0 {
+				t.Errorf("CRRs %v for a pod without marked sidecars", obs.CRRs)
+			}
+			if evs, _ := PodEvents(ctx, cl.Kube, js.Namespace, obs.Pod.Name, ReasonSidecarTerminating); len(evs) > 0 {
+				t.Errorf("unexpected event %s", evs[0].Message)
+			}
+			j, err := cl.Kube.BatchV1().Jobs(js.Namespace).Get(ctx, js.Name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f := JobFinished(j); f != "" {
+				t.Errorf("job %s, want still running", f)
+			}
+			return ctx
+		}).
+		Teardown(deleteNamespace(&js))
+}

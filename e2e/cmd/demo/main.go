@@ -1,0 +1,223 @@
+// Command demo shows the controller on a real node: it brings the local
+// cluster up, runs a batch/v1 Job whose pod has a main container and a
+// sidecar marked KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT=true, prints a
+// timeline (main exits, the controller creates a CRR, kruise-daemon stops
+// the sidecar, the Job completes), then runs the same Job with the
+// controller stopped and shows it stuck Running, and tears everything down.
+//
+//	go run ./e2e/cmd/demo   (root; make demo)
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/sidecar-terminator/sidecar-terminator/e2e/cases"
+	"github.com/sidecar-terminator/sidecar-terminator/e2e/cluster"
+	"github.com/sidecar-terminator/sidecar-terminator/images/oci"
+)
+
+const ns = "demo"
+
+func main() {
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	if err := run(ctx); err != nil {
+		fmt.Fprintf(os.Stderr, "demo: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context) (err error) {
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("needs root: it runs a real kubelet and containerd")
+	}
+	say("bringing the local cluster up (first run builds Kubernetes, etcd and OpenKruise: minutes; later runs: seconds)")
+	c, err := cluster.Up(ctx, cluster.UpOptions{Logf: func(f string, a ...any) { say("  "+f, a...) }})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		say("tearing down")
+		if stopErr := c.Stop(); stopErr != nil {
+			err = fmt.Errorf("%v; teardown: %w", err, stopErr)
+		} else {
+			say("  everything stopped, host restored, nothing left behind")
+		}
+	}()
+	root, err := oci.RepoRoot()
+	if err != nil {
+		return err
+	}
+	bin, err := cluster.BuildController(ctx, root)
+	if err != nil {
+		return err
+	}
+	if err := c.ApplyControllerRBAC(ctx, root); err != nil {
+		return err
+	}
+	ctl, err := c.StartController(ctx, bin)
+	if err != nil {
+		return err
+	}
+	say("controller running as ServiceAccount %s/%s (its own RBAC)", cluster.ControllerNamespace, cluster.ControllerName)
+	if err := c.EnsureNamespace(ctx, ns); err != nil {
+		return err
+	}
+	cs := kubernetes.NewForConfigOrDie(c.RestConfig)
+	dyn := dynamic.NewForConfigOrDie(c.RestConfig)
+
+	fmt.Println("\n== 1. Job with a marked sidecar, controller running ==")
+	if err := withController(ctx, cs, dyn); err != nil {
+		return fmt.Errorf("%w\ncontroller log:\n%s", err, ctl.LogTail(3000))
+	}
+
+	fmt.Println("\n== 2. The same Job, controller stopped ==")
+	if err := ctl.Stop(); err != nil {
+		return err
+	}
+	return withoutController(ctx, cs, dyn)
+}
+
+func job(name string) *batchv1.Job {
+	return cases.JobSpec{Name: name, Namespace: ns, Containers: []cases.Container{
+		cases.Main("main", 3, 0),
+		cases.Sidecar("sidecar", "exit:0", true),
+	}}.Build()
+}
+
+// timeline prints each step once, with its time since the Job was created.
+type timeline struct {
+	start time.Time
+	seen  map[string]bool
+}
+
+func (t *timeline) once(key, format string, args ...any) {
+	if t.seen[key] {
+		return
+	}
+	t.seen[key] = true
+	fmt.Printf("  +%5.1fs  %s\n", time.Since(t.start).Seconds(), fmt.Sprintf(format, args...))
+}
+
+func withController(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface) error {
+	j := job("with-controller")
+	tl := &timeline{start: time.Now(), seen: map[string]bool{}}
+	if _, err := cs.BatchV1().Jobs(ns).Create(ctx, j, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create job: %w", err)
+	}
+	tl.once("job", "Job %s/%s created: main runs 3 s; sidecar runs until SIGTERM", ns, j.Name)
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		pods, err := cases.JobPods(ctx, cs, ns, j.Name)
+		if err != nil {
+			return err
+		}
+		for i := range pods {
+			observePod(ctx, cs, dyn, tl, &pods[i])
+		}
+		cur, err := cs.BatchV1().Jobs(ns).Get(ctx, j.Name, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("get job: %w", err)
+		}
+		if f := cases.JobFinished(cur); f != "" {
+			tl.once("done", "Job %s", f)
+			if f != batchv1.JobComplete {
+				return fmt.Errorf("job ended %s, want Complete", f)
+			}
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("job %s not finished after 2 minutes", j.Name)
+}
+
+func observePod(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface, tl *timeline, p *corev1.Pod) {
+	if p.Status.Phase == corev1.PodRunning {
+		tl.once("running", "pod %s Running on node %s", p.Name, p.Spec.NodeName)
+	}
+	if code, ok := cases.ExitCode(p, "main"); ok {
+		tl.once("main", "main container exited, code %d", code)
+	}
+	crrs, _ := cases.CRRsForPod(ctx, dyn, ns, p.Name)
+	for _, crr := range crrs {
+		tl.once("crr", "controller created ContainerRecreateRequest %s for %v", crr.GetName(), cases.CRRContainers(crr))
+	}
+	if evs, _ := cases.PodEvents(ctx, cs, ns, p.Name, cases.ReasonSidecarTerminating); len(evs) > 0 {
+		tl.once("event", "event %s: %s", evs[0].Reason, evs[0].Message)
+	}
+	if code, ok := cases.ExitCode(p, "sidecar"); ok {
+		how := "stopped"
+		if len(crrs) > 0 {
+			how = "stopped by kruise-daemon (CRI StopContainer, SIGTERM)"
+		}
+		tl.once("sidecar", "sidecar %s, exit code %d", how, code)
+	}
+	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		tl.once("phase", "pod %s", p.Status.Phase)
+	}
+}
+
+func withoutController(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface) error {
+	j := job("without-controller")
+	if _, err := cs.BatchV1().Jobs(ns).Create(ctx, j, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create job: %w", err)
+	}
+	start := time.Now()
+	for range 5 {
+		time.Sleep(5 * time.Second)
+		pods, err := cases.JobPods(ctx, cs, ns, j.Name)
+		if err != nil {
+			return err
+		}
+		cur, err := cs.BatchV1().Jobs(ns).Get(ctx, j.Name, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("get job: %w", err)
+		}
+		fmt.Printf("  +%5.1fs  %s\n", time.Since(start).Seconds(), describe(ctx, dyn, cur, pods))
+		if cases.JobFinished(cur) != "" {
+			return fmt.Errorf("job finished without the controller; the demo's premise is wrong")
+		}
+	}
+	fmt.Println("  the pod stays Running and the Job never completes; deleting it")
+	bg := metav1.DeletePropagationBackground
+	if err := cs.BatchV1().Jobs(ns).Delete(ctx, j.Name, metav1.DeleteOptions{PropagationPolicy: &bg}); err != nil {
+		return fmt.Errorf("delete job: %w", err)
+	}
+	return nil
+}
+
+func describe(ctx context.Context, dyn dynamic.Interface, j *batchv1.Job, pods []corev1.Pod) string {
+	if len(pods) == 0 {
+		return "no pod yet"
+	}
+	p := &pods[0]
+	var parts []string
+	parts = append(parts, "pod "+string(p.Status.Phase))
+	for _, s := range p.Status.ContainerStatuses {
+		switch {
+		case s.State.Terminated != nil:
+			parts = append(parts, fmt.Sprintf("%s exited %d", s.Name, s.State.Terminated.ExitCode))
+		case s.State.Running != nil:
+			parts = append(parts, s.Name+" running")
+		default:
+			parts = append(parts, s.Name+" waiting")
+		}
+	}
+	crrs, _ := cases.CRRsForPod(ctx, dyn, ns, p.Name)
+	parts = append(parts, fmt.Sprintf("CRRs %d", len(crrs)), fmt.Sprintf("Job active=%d succeeded=%d", j.Status.Active, j.Status.Succeeded))
+	return strings.Join(parts, ", ")
+}
+
+func say(format string, args ...any) { fmt.Printf(format+"\n", args...) }
