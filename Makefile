@@ -31,3 +31,4 @@ clean: ## Remove build output.
 
 -include e2e/cluster.mk
 -include sim/sim.mk
+-include hack/tools.mk

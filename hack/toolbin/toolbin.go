@@ -1,5 +1,5 @@
-// Package toolbin builds the developer tools pinned in hack/tools/go.mod
-// (helm, actionlint) from their Go modules and caches the binaries outside
+// Package toolbin builds the developer tools pinned under hack/tools (one Go
+// module per tool: helm, kustomize, actionlint, crane) from their Go modules and caches the binaries outside
 // the repository, keyed by version: the first test or make target pays the
 // build, every later one gets the path at once. The tools' dependencies stay
 // in hack/tools, out of the product's go.mod.
@@ -17,10 +17,13 @@ import (
 	"time"
 )
 
-// Packages maps a tool's name to its main package in hack/tools.
+// Packages maps a tool's name, which is also its module's directory under
+// hack/tools, to its main package.
 var Packages = map[string]string{
 	"helm":       "helm.sh/helm/v3/cmd/helm",
+	"kustomize":  "sigs.k8s.io/kustomize/kustomize/v5",
 	"actionlint": "github.com/rhysd/actionlint/cmd/actionlint",
+	"crane":      "github.com/google/go-containerregistry/cmd/crane",
 }
 
 // CacheDir is where the tools are cached: $SIDECAR_TERMINATOR_CACHE/tools,
@@ -49,8 +52,8 @@ func RepoRoot() (string, error) {
 		return "", errors.New("not inside the sidecar-terminator module")
 	}
 	root := filepath.Dir(gomod)
-	if _, err := os.Stat(filepath.Join(root, "hack", "tools", "go.mod")); err != nil {
-		return "", fmt.Errorf("%s has no hack/tools module: %w", root, err)
+	if _, err := os.Stat(filepath.Join(root, "hack", "tools")); err != nil {
+		return "", fmt.Errorf("%s has no hack/tools: %w", root, err)
 	}
 	return root, nil
 }
@@ -66,7 +69,7 @@ func Path(ctx context.Context, name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	toolsDir := filepath.Join(root, "hack", "tools")
+	toolsDir := filepath.Join(root, "hack", "tools", name)
 	version, err := goCmd(ctx, toolsDir, "list", "-f", "{{.Module.Version}}", pkg)
 	if err != nil {
 		return "", fmt.Errorf("version of %s: %w", name, err)
