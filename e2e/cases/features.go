@@ -139,8 +139,19 @@ func (o *Observation) observePod(ctx context.Context, cl Clients, ns, job string
 	return nil
 }
 
+// podDone: terminal phase and every regular container terminated. The
+// phase alone is not enough: the controller may patch it (ignore exit code)
+// while a sidecar still runs, and the kubelet reports again once it exits.
 func podDone(p *corev1.Pod) bool {
-	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+	if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+		return false
+	}
+	for _, c := range p.Spec.Containers {
+		if _, ok := ExitCode(p, c.Name); !ok {
+			return false
+		}
+	}
+	return true
 }
 
 func (o *Observation) String() string {

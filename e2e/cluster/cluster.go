@@ -110,6 +110,22 @@ func Up(ctx context.Context, opts UpOptions) (_ *Cluster, err error) {
 	return c, nil
 }
 
+// SaveLogs copies the daemons' logs (<run>/logs) and the container logs
+// (<run>/node/pod-logs) to dst, for a post-mortem after Stop removes the
+// run dir.
+func (c *Cluster) SaveLogs(dst string) error {
+	for _, d := range []string{"logs", filepath.Join("node", "pod-logs")} {
+		src := filepath.Join(c.RunDir, d)
+		if _, err := os.Stat(src); err != nil {
+			continue
+		}
+		if err := copyTree(src, filepath.Join(dst, filepath.Base(d))); err != nil {
+			return fmt.Errorf("save %s: %w", d, err)
+		}
+	}
+	return nil
+}
+
 // Stop stops the controller, the node (restoring the host) and the control
 // plane, then removes the run dir if nothing was left behind.
 func (c *Cluster) Stop() error {

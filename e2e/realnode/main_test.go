@@ -89,6 +89,11 @@ func TestMain(m *testing.M) {
 		if harness.cluster == nil {
 			return ctx, nil
 		}
+		if dst := os.Getenv("E2E_LOGS_DIR"); dst != "" {
+			if err := harness.cluster.SaveLogs(dst); err != nil {
+				fmt.Fprintf(os.Stderr, "harness: %v\n", err)
+			}
+		}
 		if err := harness.cluster.Stop(); err != nil {
 			// e2e-framework only logs Finish errors at V(2); fail loudly.
 			teardownErr = err
