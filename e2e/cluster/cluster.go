@@ -41,6 +41,9 @@ type Cluster struct {
 // scheduler, the images, the node, kruise-manager and kruise-daemon. On
 // error everything started is stopped and the host restored.
 func Up(ctx context.Context, opts UpOptions) (_ *Cluster, err error) {
+	if os.Geteuid() != 0 {
+		return nil, errors.New("the local cluster needs root: kubelet, containerd, cgroups and network namespaces")
+	}
 	logf := opts.Logf
 	if logf == nil {
 		logf = func(string, ...any) {}
