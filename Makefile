@@ -32,3 +32,7 @@ clean: ## Remove build output.
 -include e2e/cluster.mk
 -include sim/sim.mk
 -include hack/tools.mk
+
+.PHONY: bench
+bench: ## Burst latency, writes per pod, memory and CPU vs the yardstick, on a real API server (writes e2e/bench/results/).
+	$(GO) run ./e2e/cmd/bench $(BENCH_FLAGS)

@@ -1,0 +1,228 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
+	kruiseclient "github.com/openkruise/kruise-api/client/clientset/versioned"
+	kruiseinformers "github.com/openkruise/kruise-api/client/informers/externalversions"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+)
+
+// BurstResult is one terminator's burst.
+type BurstResult struct {
+	Terminator string `json:"terminator"`
+	Pods       int    `json:"pods"`
+	// ExitSpreadSeconds is how long writing every main's exit took: the API
+	// server's write rate bounds how close to "at once" the burst can be.
+	ExitSpreadSeconds float64 `json:"exitSpreadSeconds"`
+	// Latency from each main's exit (its status write returning) to the
+	// terminator's action seen through a watch, in seconds.
+	P50, P90, P99, Max float64
+	// AllSucceededSeconds is from the first main exit to the last pod Succeeded.
+	AllSucceededSeconds float64 `json:"allSucceededSeconds"`
+	NotActedOn          int     `json:"notActedOn"`
+	FirstNotActedOn     string  `json:"firstNotActedOn,omitempty"`
+	CPUSeconds          float64 `json:"cpuSeconds"`
+	CPUSecondsPer1000   float64 `json:"cpuSecondsPer1000Pods"`
+	RSSBytesAfter       int64   `json:"rssBytesAfter"`
+}
+
+// burst creates pods running on the bench nodes, then ends every main
+// container as fast as the API server takes it, and plays the nodes: once the
+// terminator acts on a pod, its sidecar exits and the pod Succeeds.
+type burst struct {
+	kube   kubernetes.Interface
+	kruise kruiseclient.Interface
+	run    string
+	pods   []*corev1.Pod
+
+	mu     sync.Mutex
+	exitAt map[string]time.Time
+	actAt  map[string]time.Time
+	doneAt map[string]time.Time
+	finish chan string
+}
+
+func runBurst(ctx context.Context, kube kubernetes.Interface, kruise kruiseclient.Interface, run string, n int, pid int, logf func(string, ...any)) (BurstResult, error) {
+	b := &burst{kube: kube, kruise: kruise, run: run, exitAt: map[string]time.Time{}, actAt: map[string]time.Time{},
+		doneAt: map[string]time.Time{}, finish: make(chan string, n)}
+	res := BurstResult{Pods: n}
+	if err := b.create(ctx, n); err != nil {
+		return res, err
+	}
+	logf("%s: %d pods running", run, n)
+	watchCtx, stopWatches := context.WithCancel(ctx)
+	defer stopWatches()
+	if err := b.watch(watchCtx); err != nil {
+		return res, err
+	}
+	finishers := sync.WaitGroup{}
+	for w := 0; w < 16; w++ {
+		finishers.Add(1)
+		go func() { defer finishers.Done(); b.finishPods(watchCtx) }()
+	}
+	cpu0, _ := cpuSeconds(pid)
+
+	start := time.Now()
+	if err := parallel(n, 64, func(i int) error {
+		_, err := setStatus(ctx, kube, b.pods[i], corev1.PodRunning, terminated(time.Now()), running(start))
+		b.mu.Lock()
+		b.exitAt[b.pods[i].Name] = time.Now()
+		b.mu.Unlock()
+		return err
+	}); err != nil {
+		return res, fmt.Errorf("end the main containers: %w", err)
+	}
+	res.ExitSpreadSeconds = time.Since(start).Seconds()
+	logf("%s: every main exited in %.1fs", run, res.ExitSpreadSeconds)
+
+	deadline := time.Now().Add(b.patience(n))
+	for time.Now().Before(deadline) {
+		b.mu.Lock()
+		done := len(b.doneAt)
+		b.mu.Unlock()
+		if done == n {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	cpu1, _ := cpuSeconds(pid)
+	stopWatches()
+	close(b.finish)
+	finishers.Wait()
+	res.CPUSeconds = cpu1 - cpu0
+	res.CPUSecondsPer1000 = res.CPUSeconds * 1000 / float64(n)
+	res.RSSBytesAfter, _ = rssBytes(pid)
+	b.summarize(&res, start)
+	return res, nil
+}
+
+func (b *burst) create(ctx context.Context, n int) error {
+	b.pods = make([]*corev1.Pod, n)
+	return parallel(n, 32, func(i int) error {
+		p, err := b.kube.CoreV1().Pods(Namespace).Create(ctx, jobPod(b.run, i, i%2 == 1), metav1.CreateOptions{})
+		if err != nil {
+			return fmt.Errorf("create pod: %w", err)
+		}
+		at := time.Now()
+		if p, err = setStatus(ctx, b.kube, p, corev1.PodRunning, running(at), running(at)); err != nil {
+			return fmt.Errorf("start pod %s: %w", p.Name, err)
+		}
+		b.pods[i] = p
+		return nil
+	})
+}
+
+// watch records the first action on each pod: a CRR naming it, or its
+// sidecar's image swapped. Informers rather than bare watches: under a burst
+// the API server drops slow watchers, and an informer resumes where it was.
+func (b *burst) watch(ctx context.Context) error {
+	pods := informers.NewSharedInformerFactoryWithOptions(b.kube, 0, informers.WithNamespace(Namespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = runLabel + "=" + b.run }))
+	podInf := pods.Core().V1().Pods().Informer()
+	onPod := func(obj any) {
+		if p, ok := obj.(*corev1.Pod); ok && len(p.Spec.Containers) > 1 && p.Spec.Containers[1].Image == QuickExitImage {
+			b.acted(p.Name)
+		}
+	}
+	if _, err := podInf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: onPod, UpdateFunc: func(_, o any) { onPod(o) }}); err != nil {
+		return err
+	}
+	crrs := kruiseinformers.NewSharedInformerFactoryWithOptions(b.kruise, 0, kruiseinformers.WithNamespace(Namespace))
+	crrInf := crrs.Apps().V1alpha1().ContainerRecreateRequests().Informer()
+	if _, err := crrInf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(obj any) {
+		if crr, ok := obj.(*kruisev1alpha1.ContainerRecreateRequest); ok && strings.HasPrefix(crr.Spec.PodName, b.run+"-") {
+			b.acted(crr.Spec.PodName)
+		}
+	}}); err != nil {
+		return err
+	}
+	pods.Start(ctx.Done())
+	crrs.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), podInf.HasSynced, crrInf.HasSynced) {
+		return fmt.Errorf("bench informers did not sync")
+	}
+	return nil
+}
+
+func (b *burst) acted(name string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, seen := b.actAt[name]; seen {
+		return
+	}
+	b.actAt[name] = time.Now()
+	b.finish <- name
+}
+
+// finishPods plays kruise-daemon and the virtual node: the sidecar exits 0,
+// and with it the pod Succeeds.
+func (b *burst) finishPods(ctx context.Context) {
+	byName := map[string]*corev1.Pod{}
+	for _, p := range b.pods {
+		byName[p.Name] = p
+	}
+	for name := range b.finish {
+		now := time.Now()
+		if _, err := setStatus(ctx, b.kube, byName[name], corev1.PodSucceeded, terminated(now), terminated(now)); err == nil {
+			b.mu.Lock()
+			b.doneAt[name] = time.Now()
+			b.mu.Unlock()
+		}
+	}
+}
+
+func (b *burst) summarize(res *BurstResult, start time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var lat []float64
+	var last time.Time
+	for name, exit := range b.exitAt {
+		act, ok := b.actAt[name]
+		if !ok {
+			if res.NotActedOn == 0 {
+				res.FirstNotActedOn = name
+			}
+			res.NotActedOn++
+			continue
+		}
+		lat = append(lat, act.Sub(exit).Seconds())
+		if d := b.doneAt[name]; d.After(last) {
+			last = d
+		}
+	}
+	sort.Float64s(lat)
+	res.P50, res.P90, res.P99, res.Max = quantile(lat, 0.5), quantile(lat, 0.9), quantile(lat, 0.99), quantile(lat, 1)
+	if !last.IsZero() {
+		res.AllSucceededSeconds = last.Sub(start).Seconds()
+	}
+}
+
+func quantile(sorted []float64, q float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(q*float64(len(sorted))+0.5) - 1
+	if i < 0 {
+		i = 0
+	}
+	if i >= len(sorted) {
+		i = len(sorted) - 1
+	}
+	return sorted[i]
+}
+
+// patience is how long to wait for the terminator after the last main exit.
+func (b *burst) patience(n int) time.Duration {
+	return time.Minute + time.Duration(n)*10*time.Millisecond
+}

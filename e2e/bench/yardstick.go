@@ -1,0 +1,94 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+
+	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
+	kruiseclient "github.com/openkruise/kruise-api/client/clientset/versioned"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// RunYardstick is the minimal reference terminator: one informer on every
+// pod (no field selector, no trimming), and on the first event that shows a
+// bench pod's main container terminated while its sidecar runs, one write —
+// a CRR on the normal node, an image patch on a virtual one — with no
+// expectations, no test ops, no events and no checks. It is what any
+// terminator must at least do, so it bounds what this machine allows.
+// It touches readyFile once its cache has synced, and runs until ctx ends.
+func RunYardstick(ctx context.Context, kubeconfig string, workers int, qps float32, burst int, readyFile string) error {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return err
+	}
+	cfg.QPS, cfg.Burst = qps, burst
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	kruise, err := kruiseclient.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	factory := informers.NewSharedInformerFactory(kube, 0)
+	inf := factory.Core().V1().Pods().Informer()
+	var acted sync.Map
+	work := make(chan *corev1.Pod, 1<<16)
+	check := func(obj any) {
+		pod, ok := obj.(*corev1.Pod)
+		if !ok || len(pod.Status.ContainerStatuses) < 2 || pod.Labels[runLabel] == "" {
+			return
+		}
+		main, side := pod.Status.ContainerStatuses[0], pod.Status.ContainerStatuses[1]
+		if main.State.Terminated == nil || side.State.Running == nil {
+			return
+		}
+		if _, dup := acted.LoadOrStore(pod.UID, true); !dup {
+			work <- pod
+		}
+	}
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: check, UpdateFunc: func(_, o any) { check(o) }}); err != nil {
+		return err
+	}
+	factory.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		return fmt.Errorf("yardstick cache did not sync")
+	}
+	if err := os.WriteFile(readyFile, []byte("ready\n"), 0o644); err != nil {
+		return err
+	}
+	for w := 0; w < workers; w++ {
+		go func() {
+			for pod := range work {
+				_ = yardstickAct(ctx, kube, kruise, pod)
+			}
+		}()
+	}
+	<-ctx.Done()
+	return nil
+}
+
+func yardstickAct(ctx context.Context, kube kubernetes.Interface, kruise kruiseclient.Interface, pod *corev1.Pod) error {
+	if strings.HasPrefix(pod.Spec.NodeName, VirtualNodePrefix) {
+		patch, _ := json.Marshal([]map[string]string{{"op": "replace", "path": "/spec/containers/1/image", "value": QuickExitImage}})
+		_, err := kube.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.JSONPatchType, patch, metav1.PatchOptions{})
+		return err
+	}
+	crr := &kruisev1alpha1.ContainerRecreateRequest{
+		ObjectMeta: metav1.ObjectMeta{Name: pod.Name + "-yardstick", Namespace: pod.Namespace, Labels: map[string]string{"bench": "yardstick"}},
+		Spec: kruisev1alpha1.ContainerRecreateRequestSpec{PodName: pod.Name,
+			Containers: []kruisev1alpha1.ContainerRecreateRequestContainer{{Name: "sidecar"}}},
+	}
+	_, err := kruise.AppsV1alpha1().ContainerRecreateRequests(pod.Namespace).Create(ctx, crr, metav1.CreateOptions{})
+	return err
+}

@@ -1,0 +1,67 @@
+// Command bench measures the controller against the yardstick on a real
+// kube-apiserver (see package e2e/bench). `make bench` runs it.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/sidecar-terminator/sidecar-terminator/e2e/bench"
+)
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "yardstick" {
+		yardstick(os.Args[2:])
+		return
+	}
+	cfg := bench.Config{Logf: log.Printf}
+	fs := flag.NewFlagSet("bench", flag.ExitOnError)
+	fs.IntVar(&cfg.BurstPods, "pods", 5000, "pods in each burst")
+	fs.IntVar(&cfg.BackgroundPods, "background", 50000, "restartPolicy Always pods in the cluster")
+	fs.IntVar(&cfg.IdleJobPods, "idle-jobs", 1000, "Job pods whose mains keep running")
+	fs.IntVar(&cfg.Workers, "workers", 8, "workers of both terminators")
+	qps := fs.Float64("qps", 500, "client QPS of both terminators")
+	fs.IntVar(&cfg.Burst, "burst", 1000, "client burst of both terminators")
+	out := fs.String("out", "e2e/bench/results", "directory for latest.json and latest.md")
+	fs.Parse(os.Args[1:])
+	cfg.QPS = float32(*qps)
+	root, err := filepath.Abs(".")
+	if err != nil {
+		log.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
+		log.Fatal("run from the repository root (make bench)")
+	}
+	cfg.Root = root
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	rep, err := bench.Run(ctx, cfg)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := rep.WriteFiles(*out); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(rep.Markdown())
+}
+
+func yardstick(args []string) {
+	fs := flag.NewFlagSet("yardstick", flag.ExitOnError)
+	kubeconfig := fs.String("kubeconfig", "", "kubeconfig")
+	ready := fs.String("ready-file", "", "touched once the cache has synced")
+	workers := fs.Int("workers", 8, "workers")
+	qps := fs.Float64("qps", 500, "client QPS")
+	burst := fs.Int("burst", 1000, "client burst")
+	fs.Parse(args)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := bench.RunYardstick(ctx, *kubeconfig, *workers, float32(*qps), *burst, *ready); err != nil {
+		log.Fatal(err)
+	}
+}
