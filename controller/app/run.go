@@ -108,7 +108,9 @@ func Run(ctx context.Context, o *Options) error {
 
 	errs := make(chan error, 2)
 	serve(ctx, o.MetricsBindAddress, metricsMux(registry), errs)
-	serve(ctx, o.HealthProbeBindAddress, healthMux(ctrl.Ready), errs)
+	// Ready once the caches have synced, leader or not: a standby replica is
+	// healthy and ready to take over, and a Deployment of two must count both.
+	serve(ctx, o.HealthProbeBindAddress, healthMux(caches.HasSynced), errs)
 
 	// Caches fill on every replica, so a new leader acts at once.
 	caches.Start(ctx.Done())
@@ -174,7 +176,7 @@ func healthMux(ready func() bool) http.Handler {
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if !ready() {
-			http.Error(w, "caches not synced or not leading", http.StatusServiceUnavailable)
+			http.Error(w, "caches not synced", http.StatusServiceUnavailable)
 			return
 		}
 		fmt.Fprintln(w, "ok")

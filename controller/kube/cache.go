@@ -89,6 +89,16 @@ func (c *Caches) Synced() []cache.InformerSynced {
 	return s
 }
 
+// HasSynced reports whether every informer has synced.
+func (c *Caches) HasSynced() bool {
+	for _, synced := range c.Synced() {
+		if !synced() {
+			return false
+		}
+	}
+	return true
+}
+
 // Pod implements reconciler.Reader.
 func (c *Caches) Pod(namespace, name string) (*corev1.Pod, error) {
 	obj, ok, err := c.PodInformer.GetIndexer().GetByKey(namespace + "/" + name)

@@ -3,7 +3,6 @@ package kube
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
@@ -28,7 +27,6 @@ type Controller struct {
 	caches *Caches
 	syncer Syncer
 	queue  workqueue.TypedRateLimitingInterface[cache.ObjectName]
-	ready  atomic.Bool
 }
 
 // NewController wires event handlers from the caches to a rate-limited queue.
@@ -79,9 +77,6 @@ func (c *Controller) enqueueCRRPod(obj any) {
 	}
 }
 
-// Ready reports whether the caches have synced and the workers run.
-func (c *Controller) Ready() bool { return c.ready.Load() }
-
 // Run waits for the caches, then runs workers until ctx ends. The caches must
 // have been started.
 func (c *Controller) Run(ctx context.Context, workers int) error {
@@ -96,9 +91,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	for i := 0; i < workers; i++ {
 		go wait.UntilWithContext(ctx, c.runWorker, time.Second)
 	}
-	c.ready.Store(true)
 	<-ctx.Done()
-	c.ready.Store(false)
 	logger.Info("Shutting down workers")
 	return nil
 }

@@ -29,7 +29,7 @@ type env struct {
 
 // startEnv starts etcd and kube-apiserver, installs the CRR CRD when asked,
 // applies the controller's RBAC and starts the real binary under it.
-func startEnv(t *testing.T, ctx context.Context, withCRR bool) *env {
+func startEnv(t *testing.T, ctx context.Context, withCRR bool, controllerArgs ...string) *env {
 	t.Helper()
 	root, err := filepath.Abs("../..")
 	if err != nil {
@@ -65,7 +65,7 @@ func startEnv(t *testing.T, ctx context.Context, withCRR bool) *env {
 	}
 	e.bin = bin
 	c := &cluster.Cluster{ControlPlane: e.cp}
-	e.ctl, err = c.StartController(ctx, bin, "-v=2")
+	e.ctl, err = c.StartController(ctx, bin, append([]string{"-v=2"}, controllerArgs...)...)
 	if err != nil {
 		t.Fatalf("start controller: %v\n%s", err, c.Controller.LogTail(40))
 	}
