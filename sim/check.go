@@ -1,0 +1,272 @@
+package sim
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/sidecar-terminator/sidecar-terminator/sim/model"
+)
+
+// truth is what the simulator knows of a pod independently of the controller:
+// which containers are really sidecars, and what must happen to the pod.
+type truth struct {
+	sidecars    map[string]bool
+	mains       []string
+	expect      Expect
+	mainsDoneAt time.Time
+	terminalAt  time.Time
+	stoppedAt   time.Time
+	warned      bool
+	settled     bool
+	gone        bool
+	recreated   bool
+}
+
+func newTruth(t *Template, pod *corev1.Pod) *truth {
+	tr := &truth{sidecars: map[string]bool{}, expect: t.Expect}
+	for _, c := range t.Containers {
+		if c.Sidecar {
+			tr.sidecars[c.Name] = true
+		} else {
+			tr.mains = append(tr.mains, c.Name)
+		}
+	}
+	return tr
+}
+
+// podTTLAfterFinished is how long a finished pod stays.
+const podTTLAfterFinished = 2 * time.Minute
+
+// Violation is a broken invariant, with what it takes to replay it.
+type Violation struct {
+	Kind     string // safety or liveness
+	Scenario string
+	Seed     uint64
+	Pods     int
+	Step     uint64
+	At       time.Duration
+	Pod      string
+	Message  string
+	Trace    []string
+}
+
+func (v *Violation) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s violation in scenario %s, seed %d, step %d, at %s, pod %s:\n  %s\n", v.Kind, v.Scenario, v.Seed, v.Step, fmtDur(v.At), v.Pod, v.Message)
+	fmt.Fprintf(&b, "replay: go run ./sim/cmd/sim --scenario %s --seed %d --pods %d --trace-pod %s\n", v.Scenario, v.Seed, v.Pods, v.Pod)
+	for _, l := range v.Trace {
+		fmt.Fprintf(&b, "  %s\n", l)
+	}
+	return b.String()
+}
+
+// Checker holds the invariants, checked as each step happens.
+type Checker struct {
+	s         *Sim
+	unsettled int
+	violation *Violation
+	latencies []time.Duration
+}
+
+func newChecker(s *Sim) *Checker { return &Checker{s: s} }
+
+func (ch *Checker) violate(kind string, e *podEntry, format string, args ...any) {
+	if ch.violation != nil {
+		return
+	}
+	s := ch.s
+	ch.violation = &Violation{Kind: kind, Scenario: s.sc.Name, Seed: s.seed, Pods: s.sc.Pods, Step: s.step,
+		At: s.now().Sub(Epoch), Pod: e.obj.Name, Message: fmt.Sprintf(format, args...)}
+	s.trace.add(e.obj.Name, "VIOLATION %s: %s", kind, ch.violation.Message)
+}
+
+func (ch *Checker) podCreated(e *podEntry) {
+	if e.truth.expect == ExpectIgnored {
+		e.truth.settled = true
+		return
+	}
+	ch.unsettled++
+}
+
+func (ch *Checker) settle(e *podEntry) {
+	if !e.truth.settled {
+		e.truth.settled = true
+		ch.unsettled--
+	}
+}
+
+// podChanged follows the pod's truth: mains done, sidecars stopped, terminal.
+func (ch *Checker) podChanged(e *podEntry, old *corev1.Pod) {
+	tr, s := e.truth, ch.s
+	if e.rt == nil {
+		return
+	}
+	if tr.mainsDoneAt.IsZero() && mainsActive(e) == "" {
+		tr.mainsDoneAt = s.now()
+		s.after(s.sc.Bound, func() { ch.liveness(e) })
+		if r := e.tmpl.DeleteAfterMainsDone; !r.zero() {
+			s.after(s.draw(r), func() { s.world.deletePod(e, "deleted after its mains finished") })
+		}
+		ch.maybeSettle(e)
+	}
+	phase := e.obj.Status.Phase
+	if tr.terminalAt.IsZero() && (phase == corev1.PodSucceeded || phase == corev1.PodFailed) {
+		tr.terminalAt = s.now()
+		ch.settle(e)
+		// The Job controller's ttlSecondsAfterFinished: finished pods go,
+		// as in a real cluster, so a long run does not hold every pod.
+		s.after(podTTLAfterFinished, func() { s.world.deletePod(e, "ttl after finished") })
+	}
+	if !tr.mainsDoneAt.IsZero() && tr.stoppedAt.IsZero() && sidecarsStopped(e) {
+		tr.stoppedAt = s.now()
+		ch.latencies = append(ch.latencies, tr.stoppedAt.Sub(tr.mainsDoneAt))
+	}
+}
+
+func (ch *Checker) podGone(e *podEntry) {
+	e.truth.gone = true
+	ch.settle(e)
+}
+
+func (ch *Checker) event(pod *corev1.Pod, eventtype, reason string) {
+	e := ch.s.world.byUID[pod.UID]
+	if e == nil || eventtype != corev1.EventTypeWarning {
+		return
+	}
+	e.truth.warned = true
+	ch.maybeSettle(e)
+}
+
+func (ch *Checker) maybeSettle(e *podEntry) {
+	tr := e.truth
+	if tr.warned && !tr.mainsDoneAt.IsZero() && (tr.expect == ExpectWarning || tr.expect == ExpectEither) {
+		ch.settle(e)
+	}
+}
+
+// liveness runs Bound after a pod's mains are done.
+func (ch *Checker) liveness(e *podEntry) {
+	tr := e.truth
+	if tr.gone || e.gone {
+		return
+	}
+	terminal := !tr.terminalAt.IsZero()
+	switch {
+	case tr.expect == ExpectTerminal && !terminal:
+		ch.violate("liveness", e, "mains done %s ago, pod still %s (want Succeeded/Failed)", ch.s.sc.Bound, e.obj.Status.Phase)
+	case tr.expect == ExpectWarning && !tr.warned:
+		ch.violate("liveness", e, "mains done %s ago, no termination path, and no Warning event", ch.s.sc.Bound)
+	case tr.expect == ExpectEither && !terminal && !tr.warned:
+		ch.violate("liveness", e, "mains done %s ago, pod still %s and no Warning event", ch.s.sc.Bound, e.obj.Status.Phase)
+	}
+}
+
+// kill checks one container being stopped on the controller's behalf.
+func (ch *Checker) kill(e *podEntry, container, cause string) {
+	if !e.truth.sidecars[container] {
+		ch.violate("safety", e, "%s stopped main container %q", cause, container)
+		return
+	}
+	if why := mainsActive(e); why != "" {
+		ch.violate("safety", e, "%s stopped sidecar %q while %s", cause, container, why)
+	}
+}
+
+func (ch *Checker) crrCreated(crr *kruisev1alpha1.ContainerRecreateRequest, e *podEntry) {
+	if e.truth.expect == ExpectIgnored {
+		ch.violate("safety", e, "CRR %s created for a pod the controller must ignore", crr.Name)
+		return
+	}
+	for _, c := range crr.Spec.Containers {
+		if !e.truth.sidecars[c.Name] {
+			ch.violate("safety", e, "CRR %s names main container %q", crr.Name, c.Name)
+			return
+		}
+	}
+	now := ch.s.now()
+	for _, key := range ch.s.world.crrsOf[crrPodUID(crr)] {
+		other := ch.s.world.crrs[key]
+		if other == nil || other.Name == crr.Name || crrFinished(other) {
+			continue
+		}
+		if d := other.Spec.ActiveDeadlineSeconds; d == nil || now.Before(other.CreationTimestamp.Add(time.Duration(*d)*time.Second)) {
+			ch.violate("safety", e, "CRR %s created while CRR %s is still in flight", crr.Name, other.Name)
+			return
+		}
+	}
+}
+
+func (ch *Checker) podPatched(e *podEntry, old *corev1.Pod) {
+	if e.truth.expect == ExpectIgnored {
+		ch.violate("safety", e, "pod patched although the controller must ignore it")
+		return
+	}
+	for i, c := range e.obj.Spec.Containers {
+		if c.Image != old.Spec.Containers[i].Image && !e.truth.sidecars[c.Name] {
+			ch.violate("safety", e, "image of main container %q changed to %s", c.Name, c.Image)
+			return
+		}
+	}
+	if why := mainsActive(e); why != "" {
+		ch.violate("safety", e, "sidecar image swapped while %s", why)
+	}
+}
+
+func (ch *Checker) statusPatched(e *podEntry, old *corev1.Pod) {
+	if e.truth.expect == ExpectIgnored {
+		ch.violate("safety", e, "pod status patched although the controller must ignore it")
+		return
+	}
+	if why := mainsActive(e); why != "" {
+		ch.violate("safety", e, "phase settled to %s while %s", e.obj.Status.Phase, why)
+		return
+	}
+	if e.obj.Status.Phase == corev1.PodSucceeded {
+		for _, name := range e.truth.mains {
+			if c := e.rt.Container(name); c.ExitCode != 0 {
+				ch.violate("safety", e, "phase settled to Succeeded although main %q exited %d", name, c.ExitCode)
+			}
+		}
+	}
+}
+
+// mainsActive says why the pod's mains are not done, in the kubelet's truth;
+// empty when they are all done for good.
+func mainsActive(e *podEntry) string {
+	if e.rt == nil {
+		return "the pod has not started"
+	}
+	for _, name := range e.truth.mains {
+		c := e.rt.Container(name)
+		switch {
+		case c.State != model.Terminated:
+			return fmt.Sprintf("main %q is %s", name, c.State)
+		case e.rt.RestartPolicy == corev1.RestartPolicyOnFailure && c.ExitCode != 0:
+			return fmt.Sprintf("main %q exited %d and OnFailure restarts it", name, c.ExitCode)
+		}
+	}
+	return ""
+}
+
+func sidecarsStopped(e *podEntry) bool {
+	for name := range e.truth.sidecars {
+		if c := e.rt.Container(name); c.State == model.Running {
+			return false
+		}
+	}
+	return true
+}
+
+// final runs when the run ends: liveness for pods whose check is due.
+func (ch *Checker) final() {
+	for _, key := range ch.s.sortedPodKeys() {
+		e := ch.s.world.pods[key]
+		if !e.truth.mainsDoneAt.IsZero() && !ch.s.now().Before(e.truth.mainsDoneAt.Add(ch.s.sc.Bound)) {
+			ch.liveness(e)
+		}
+	}
+}

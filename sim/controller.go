@@ -1,0 +1,219 @@
+package sim
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"time"
+
+	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/sidecar-terminator/sidecar-terminator/controller/reconciler"
+)
+
+// syncCost is the virtual time one Sync takes a worker.
+const syncCost = 500 * time.Microsecond
+
+// Options tune a run beyond its scenario.
+type Options struct {
+	Pods     int       // overrides the scenario's pod count when set
+	TraceOut io.Writer // every trace line, or TracePod's only
+	TracePod string
+	// WrapReader sits between the controller and its cache. It exists for
+	// tests that plant a bug (a Reader that lies) to show the checker fails.
+	WrapReader func(reconciler.Reader) reconciler.Reader
+}
+
+// controller is one running instance: its own informer cache, queue and
+// reconciler memory, all lost when it crashes or loses the lease.
+type controller struct {
+	s     *Sim
+	id    int
+	cache *Cache
+	queue *Queue
+	rec   *reconciler.Reconciler
+	alive bool
+	busy  bool
+}
+
+// startController starts an instance that lists the world, as informers do.
+func (s *Sim) startController(id int) *controller {
+	c := &controller{s: s, id: id, alive: true}
+	c.cache = s.world.listCache(!s.sc.NoCRRAPI)
+	c.queue = newQueue(s, c.kick)
+	var r reconciler.Reader = c.cache
+	if s.opts.WrapReader != nil {
+		r = s.opts.WrapReader(r)
+	}
+	cfg := reconciler.DefaultConfig()
+	cfg.Policy.AllowedQuickExitImages = s.sc.AllowedImages
+	c.rec = reconciler.New(cfg, r, &apiWriter{s: s, c: c}, &recorder{s: s}, nil, s.clock)
+	s.ctrls = append(s.ctrls, c)
+	s.trace.add("controller", "instance %d started with %d pods listed", id, len(c.cache.pods))
+	keys := make([]cache.ObjectName, 0, len(c.cache.pods))
+	for k := range c.cache.pods {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
+	for _, k := range keys {
+		c.queue.Add(k)
+	}
+	return c
+}
+
+// stop ends an instance: its pending work and deliveries are dropped.
+func (s *Sim) stopController(c *controller, why string) {
+	c.alive = false
+	c.queue.shutdown = true
+	for i, x := range s.ctrls {
+		if x == c {
+			s.ctrls = append(s.ctrls[:i], s.ctrls[i+1:]...)
+			break
+		}
+	}
+	s.trace.add("controller", "instance %d stopped (%s)", c.id, why)
+}
+
+func (c *controller) kick() {
+	if c.busy || !c.alive || c.queue.Len() == 0 {
+		return
+	}
+	c.busy = true
+	c.s.after(syncCost, c.work)
+}
+
+// work is one worker turn: processNextWorkItem of the production controller.
+func (c *controller) work() {
+	c.busy = false
+	if !c.alive {
+		return
+	}
+	key, ok := c.queue.Get()
+	if !ok {
+		return
+	}
+	after, err := c.rec.Sync(c.s.ctx, key)
+	c.s.stats.syncs++
+	c.queue.Done(key)
+	switch {
+	case err != nil:
+		c.s.trace.add(key.Name, "sync error: %v", err)
+		c.queue.AddRateLimited(key)
+	case after > 0:
+		c.queue.Forget(key)
+		c.queue.AddAfter(key, after)
+	default:
+		c.queue.Forget(key)
+	}
+	c.kick()
+}
+
+// observePod is the pod informer's watch: the cache sees the change late,
+// then the key is queued; faults drop, duplicate or hold back notifications.
+func (c *controller) observePod(key cache.ObjectName, pod *corev1.Pod, deleted bool) {
+	c.deliver(func() {
+		c.cache.storePod(key, pod, deleted)
+		c.queue.Add(key)
+	}, func() {
+		if e := c.s.world.pods[key]; e != nil {
+			c.cache.storePod(key, e.obj, false)
+		} else if held, ok := c.cache.pods[key]; ok {
+			c.cache.storePod(key, held, true)
+		}
+		c.queue.Add(key)
+	})
+}
+
+func (c *controller) observeCRR(crr *kruisev1alpha1.ContainerRecreateRequest, deleted bool) {
+	if !c.cache.crrAPI {
+		return
+	}
+	podKey := cache.ObjectName{Namespace: crr.Namespace, Name: crr.Spec.PodName}
+	key := cache.ObjectName{Namespace: crr.Namespace, Name: crr.Name}
+	c.deliver(func() {
+		c.cache.storeCRR(crr, deleted)
+		c.queue.Add(podKey)
+	}, func() {
+		if now := c.s.world.crrs[key]; now != nil {
+			c.cache.storeCRR(now, false)
+		} else if held, ok := c.cache.crrs[key]; ok {
+			c.cache.storeCRR(held, true)
+		}
+		c.queue.Add(podKey)
+	})
+}
+
+func (c *controller) deliver(apply, relist func()) {
+	s, f := c.s, c.s.sc.Faults
+	run := func(fn func()) func() {
+		return func() {
+			if c.alive {
+				fn()
+			}
+		}
+	}
+	if s.chance(f.DropEvents) {
+		s.stats.dropped++
+		s.after(s.jitter(f.RelistAfter, 0.5), run(relist))
+		return
+	}
+	lag := s.jitter(f.CacheLag, f.CacheJitter)
+	if s.chance(f.ReorderEvents) {
+		lag += time.Duration(s.rng.Int64N(int64(f.ReorderWindow)))
+	}
+	s.after(lag, run(apply))
+	if s.chance(f.DupEvents) {
+		s.after(lag+s.jitter(100*time.Millisecond, 0.5), run(apply))
+	}
+}
+
+// scheduleFaults starts the crash and leader-change processes.
+func (s *Sim) scheduleFaults() {
+	f := s.sc.Faults
+	next := 1
+	if f.CrashEvery > 0 {
+		var crash func()
+		crash = func() {
+			if len(s.ctrls) > 0 {
+				s.stopController(s.ctrls[len(s.ctrls)-1], "crash")
+				next++
+				id := next
+				s.after(s.jitter(f.RestartDelay, 0.5), func() { s.startController(id) })
+			}
+			s.after(time.Duration(s.rng.ExpFloat64()*float64(f.CrashEvery)), crash)
+		}
+		s.after(time.Duration(s.rng.ExpFloat64()*float64(f.CrashEvery)), crash)
+	}
+	if f.LeaderEvery > 0 {
+		var change func()
+		change = func() {
+			if len(s.ctrls) > 0 {
+				old := s.ctrls[len(s.ctrls)-1]
+				next++
+				s.startController(next)
+				s.after(s.jitter(f.LeaderOverlap, 0.5), func() {
+					if old.alive {
+						s.stopController(old, "lost the lease")
+					}
+				})
+			}
+			s.after(time.Duration(s.rng.ExpFloat64()*float64(f.LeaderEvery)), change)
+		}
+		s.after(time.Duration(s.rng.ExpFloat64()*float64(f.LeaderEvery)), change)
+	}
+}
+
+// recorder turns the controller's events into checker facts and trace lines.
+type recorder struct{ s *Sim }
+
+func (r *recorder) Event(obj runtime.Object, eventtype, reason, message string) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		panic(fmt.Sprintf("event on %T", obj))
+	}
+	r.s.check.event(pod, eventtype, reason)
+	r.s.trace.add(pod.Name, "event %s %s: %s", eventtype, reason, message)
+}

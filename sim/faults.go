@@ -1,0 +1,114 @@
+package sim
+
+import (
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+)
+
+// Faults are the named knobs of what goes wrong. Zero is a healthy cluster.
+type Faults struct {
+	// WriteErrors: a write fails with a server error and is not applied.
+	WriteErrors float64
+	// WriteTimeouts: a write times out; half of them were applied anyway,
+	// the ambiguous case a retry must survive.
+	WriteTimeouts float64
+	// Conflicts: a write is refused with a Conflict and not applied.
+	Conflicts float64
+	// CacheLag is how late the controller's informers see a change, with
+	// CacheJitter (a fraction) around it.
+	CacheLag    time.Duration
+	CacheJitter float64
+	// DropEvents: a watch event is lost; the informer sees the object again
+	// only at the relist RelistAfter later.
+	DropEvents  float64
+	RelistAfter time.Duration
+	// DupEvents: a notification is delivered twice.
+	DupEvents float64
+	// ReorderEvents: a notification is held back up to ReorderWindow, so it
+	// may arrive after later ones.
+	ReorderEvents float64
+	ReorderWindow time.Duration
+	// CrashEvery: the controller crashes (losing its memory, cache and
+	// queue) on average this often and is back after RestartDelay.
+	CrashEvery   time.Duration
+	RestartDelay time.Duration
+	// LeaderEvery: leadership moves on average this often; the new leader
+	// starts LeaderOverlap before the old one notices it lost the lease, so
+	// both write for a while.
+	LeaderEvery   time.Duration
+	LeaderOverlap time.Duration
+	// CRRNeverCompleted: kruise never moves a CRR past Pending, not even
+	// at its deadline.
+	CRRNeverCompleted bool
+}
+
+func (f Faults) withDefaults() Faults {
+	if f.CacheLag == 0 {
+		f.CacheLag = 50 * time.Millisecond
+	}
+	if f.CacheJitter == 0 {
+		f.CacheJitter = 0.5
+	}
+	if f.RelistAfter == 0 {
+		f.RelistAfter = 2 * time.Minute
+	}
+	if f.ReorderWindow == 0 {
+		f.ReorderWindow = 3 * time.Second
+	}
+	if f.RestartDelay == 0 {
+		f.RestartDelay = 10 * time.Second
+	}
+	if f.LeaderOverlap == 0 {
+		f.LeaderOverlap = 2 * time.Second
+	}
+	return f
+}
+
+// String names the active faults, for the report.
+func (f Faults) String() string {
+	var out []string
+	add := func(on bool, format string, args ...any) {
+		if on {
+			out = append(out, fmt.Sprintf(format, args...))
+		}
+	}
+	add(f.WriteErrors > 0, "write-errors=%.2f", f.WriteErrors)
+	add(f.WriteTimeouts > 0, "timeouts=%.2f", f.WriteTimeouts)
+	add(f.Conflicts > 0, "conflicts=%.2f", f.Conflicts)
+	add(f.CacheLag > time.Second, "lag=%s", f.CacheLag)
+	add(f.DropEvents > 0, "drop=%.2f", f.DropEvents)
+	add(f.DupEvents > 0, "dup=%.2f", f.DupEvents)
+	add(f.ReorderEvents > 0, "reorder=%.2f", f.ReorderEvents)
+	add(f.CrashEvery > 0, "crash/%s", f.CrashEvery)
+	add(f.LeaderEvery > 0, "leader/%s", f.LeaderEvery)
+	add(f.CRRNeverCompleted, "crr-never-completed")
+	if len(out) == 0 {
+		return "-"
+	}
+	return fmt.Sprint(out)
+}
+
+var podsResource = schema.GroupResource{Resource: "pods"}
+
+// writeFault decides the fate of one write: an error before it is applied,
+// or a timeout reported after (applied is then a coin toss).
+func (s *Sim) writeFault(verb string) (before error, timeout bool) {
+	f := s.sc.Faults
+	r := s.rng.Float64()
+	switch {
+	case r < f.WriteErrors:
+		return apierrors.NewInternalError(fmt.Errorf("simulated server error on %s", verb)), false
+	case r < f.WriteErrors+f.Conflicts:
+		return apierrors.NewConflict(podsResource, verb, fmt.Errorf("simulated conflict")), false
+	case r < f.WriteErrors+f.Conflicts+f.WriteTimeouts:
+		if s.rng.IntN(2) == 0 {
+			return apierrors.NewTimeoutError("simulated timeout, not applied", 1), false
+		}
+		return nil, true
+	}
+	return nil, false
+}

@@ -1,0 +1,186 @@
+package sim
+
+import (
+	"fmt"
+	"time"
+
+	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/sidecar-terminator/sidecar-terminator/controller/reconciler"
+)
+
+// annotationResolvedUID records which pod kruise's webhook resolved the
+// CRR's podName to: the daemon acts on that pod, whatever the owner says.
+const annotationResolvedUID = "sim.sidecar-terminator.io/resolved-pod-uid"
+
+var crrResource = schema.GroupResource{Group: "apps.kruise.io", Resource: "containerrecreaterequests"}
+
+// admitCRR is kruise's webhook and the API server's create: the pod is found
+// by name, each target's status is recorded (statusContext), names are unique.
+func (w *World) admitCRR(in *kruisev1alpha1.ContainerRecreateRequest) (*kruisev1alpha1.ContainerRecreateRequest, *podEntry, error) {
+	key := cache.ObjectName{Namespace: in.Namespace, Name: in.Name}
+	if _, ok := w.crrs[key]; ok {
+		return nil, nil, apierrors.NewAlreadyExists(crrResource, in.Name)
+	}
+	e := w.pods[cache.ObjectName{Namespace: in.Namespace, Name: in.Spec.PodName}]
+	if e == nil {
+		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("pod %s not found", in.Spec.PodName))
+	}
+	crr := in.DeepCopy()
+	statuses := map[string]int{}
+	for i, s := range e.obj.Status.ContainerStatuses {
+		statuses[s.Name] = i
+	}
+	for i, c := range crr.Spec.Containers {
+		idx, ok := statuses[c.Name]
+		if !ok {
+			return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("container %s has no status in pod %s", c.Name, e.obj.Name))
+		}
+		st := e.obj.Status.ContainerStatuses[idx]
+		crr.Spec.Containers[i].StatusContext = &kruisev1alpha1.ContainerRecreateRequestContainerContext{ContainerID: st.ContainerID, RestartCount: st.RestartCount}
+	}
+	if crr.Annotations == nil {
+		crr.Annotations = map[string]string{}
+	}
+	crr.Annotations[annotationResolvedUID] = string(e.obj.UID)
+	crr.CreationTimestamp = metav1.NewTime(w.s.now())
+	crr.Status.Phase = kruisev1alpha1.ContainerRecreateRequestPending
+	owner := e.obj.UID
+	if len(crr.OwnerReferences) > 0 {
+		owner = crr.OwnerReferences[0].UID
+	}
+	w.crrsOf[owner] = append(w.crrsOf[owner], key)
+	w.updateCRR(crr)
+	if w.byUID[owner] == nil || w.byUID[owner].gone {
+		w.s.after(2*time.Second, func() { w.gcCRRs(owner) })
+	}
+	w.s.crrCreated(crr, e)
+	return crr, e, nil
+}
+
+// crrCreated starts kruise's work on a CRR: the daemon of the pod's node
+// picks it up; the manager fails it at its deadline.
+func (s *Sim) crrCreated(crr *kruisev1alpha1.ContainerRecreateRequest, e *podEntry) {
+	if s.sc.Faults.CRRNeverCompleted {
+		return
+	}
+	key := cache.ObjectName{Namespace: crr.Namespace, Name: crr.Name}
+	if d := crr.Spec.ActiveDeadlineSeconds; d != nil {
+		s.after(time.Duration(*d)*time.Second, func() {
+			s.finishCRR(key, kruisev1alpha1.ContainerRecreateRequestFailed, "exceeded activeDeadlineSeconds")
+		})
+	}
+	if e.node.daemon != nil {
+		s.after(s.jitter(e.node.daemon.spec.Pickup, 0.5), func() { s.daemonPickup(key) })
+	}
+}
+
+// daemonPickup is kruise-daemon acting on a CRR: SIGTERM (then SIGKILL after
+// the grace period) to each running target, through the CRI.
+func (s *Sim) daemonPickup(key cache.ObjectName) {
+	crr := s.world.crrs[key]
+	if crr == nil || crrFinished(crr) {
+		return
+	}
+	e := s.world.byUID[types.UID(crr.Annotations[annotationResolvedUID])]
+	if e == nil || e.gone || e.rt == nil {
+		s.finishCRR(key, kruisev1alpha1.ContainerRecreateRequestFailed, "pod not running")
+		return
+	}
+	d := e.node.daemon
+	if d.down && (d.downUntil.IsZero() || s.now().Before(d.downUntil)) {
+		if !d.downUntil.IsZero() {
+			s.at(d.downUntil, func() { s.daemonPickup(key) })
+		}
+		return
+	}
+	if s.chance(d.spec.FailRate) {
+		s.finishCRR(key, kruisev1alpha1.ContainerRecreateRequestFailed, "simulated daemon failure")
+		return
+	}
+	stopped := 0
+	for _, c := range crr.Spec.Containers {
+		ok, err := e.rt.Stop(c.Name, s.now())
+		if err != nil {
+			panic(err)
+		}
+		if ok {
+			stopped++
+			s.trace.add(e.obj.Name, "kruise-daemon stops %s (crr %s)", c.Name, crr.Name)
+			s.check.kill(e, c.Name, "crr "+crr.Name)
+		}
+	}
+	if stopped == 0 {
+		s.finishCRR(key, kruisev1alpha1.ContainerRecreateRequestCompleted, "nothing to stop")
+	} else {
+		next := crr.DeepCopy()
+		next.Status.Phase = kruisev1alpha1.ContainerRecreateRequestRecreating
+		s.world.updateCRR(next)
+	}
+	s.kubeletSync(e)
+}
+
+// daemonPodChanged completes the pod's Recreating CRRs whose targets were
+// restarted (OnFailure brought them back); under Never they stay Recreating.
+func (s *Sim) daemonPodChanged(e *podEntry) {
+	for _, key := range s.world.crrsOf[e.obj.UID] {
+		crr := s.world.crrs[key]
+		if crr == nil || crr.Status.Phase != kruisev1alpha1.ContainerRecreateRequestRecreating {
+			continue
+		}
+		if recreated(crr, e) {
+			key := key
+			s.after(100*time.Millisecond, func() { s.finishCRR(key, kruisev1alpha1.ContainerRecreateRequestCompleted, "recreated") })
+		}
+	}
+}
+
+func recreated(crr *kruisev1alpha1.ContainerRecreateRequest, e *podEntry) bool {
+	for _, c := range crr.Spec.Containers {
+		found := false
+		for _, st := range e.obj.Status.ContainerStatuses {
+			if st.Name == c.Name && c.StatusContext != nil && st.RestartCount > c.StatusContext.RestartCount && st.State.Running != nil {
+				found = true
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Sim) finishCRR(key cache.ObjectName, phase kruisev1alpha1.ContainerRecreateRequestPhase, why string) {
+	crr := s.world.crrs[key]
+	if crr == nil || crrFinished(crr) {
+		return
+	}
+	next := crr.DeepCopy()
+	next.Status.Phase = phase
+	next.Status.Message = why
+	ts := metav1.NewTime(s.now())
+	next.Status.CompletionTime = &ts
+	s.trace.add(crr.Spec.PodName, "crr %s %s (%s)", crr.Name, phase, why)
+	s.world.updateCRR(next)
+	if ttl := crr.Spec.TTLSecondsAfterFinished; ttl != nil {
+		s.after(time.Duration(*ttl)*time.Second, func() { s.world.deleteCRR(key, "ttl after finished") })
+	}
+}
+
+func crrFinished(crr *kruisev1alpha1.ContainerRecreateRequest) bool {
+	switch crr.Status.Phase {
+	case kruisev1alpha1.ContainerRecreateRequestCompleted, kruisev1alpha1.ContainerRecreateRequestSucceeded, kruisev1alpha1.ContainerRecreateRequestFailed:
+		return true
+	}
+	return false
+}
+
+// crrPodUID is the pod UID the controller labelled the CRR with.
+func crrPodUID(crr *kruisev1alpha1.ContainerRecreateRequest) types.UID {
+	return types.UID(crr.Labels[reconciler.LabelPodUID])
+}

@@ -1,0 +1,230 @@
+package model
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+const (
+	exitSIGKILL = 137
+	// crashLoopShown is how long a failed container shows Terminated before
+	// the kubelet's next sync reports it Waiting in CrashLoopBackOff: the
+	// window in which an OnFailure main looks finished but is not.
+	crashLoopShown = time.Second
+)
+
+// Advance applies, in time order, every transition due at or before now and
+// the kubelet's reactions to each. It reports whether anything changed.
+func (p *Pod) Advance(now time.Time) bool {
+	changed := p.sync(now)
+	for {
+		c := p.due(now)
+		if c == nil {
+			return changed
+		}
+		at := c.at
+		p.apply(c, at)
+		p.sync(at)
+		changed = true
+	}
+}
+
+// due returns the container with the earliest transition at or before now;
+// spec order breaks ties, so the order never depends on map iteration.
+func (p *Pod) due(now time.Time) *Container {
+	var first *Container
+	for _, c := range p.all() {
+		if c.op != opNone && !c.at.After(now) && (first == nil || c.at.Before(first.at)) {
+			first = c
+		}
+	}
+	return first
+}
+
+func (p *Pod) apply(c *Container, at time.Time) {
+	p.version++
+	switch c.op {
+	case opStart:
+		c.op = opNone
+		p.start(c, at)
+	case opExit:
+		c.op = opNone
+		if !c.stopping {
+			c.runs++
+		}
+		c.State, c.ExitCode, c.FinishedAt = Terminated, c.code, at
+	case opBackoff:
+		c.op = opNone
+		c.Last = &Exit{ExitCode: c.ExitCode, FinishedAt: c.FinishedAt}
+		c.State, c.Reason = Waiting, "CrashLoopBackOff"
+		c.schedule(opStart, c.FinishedAt.Add(c.backoff), 0)
+	}
+}
+
+func (p *Pod) start(c *Container, at time.Time) {
+	if !p.cfg.Images.pullable(c.Image) {
+		if c.State == Terminated {
+			c.Last = &Exit{ExitCode: c.ExitCode, FinishedAt: c.FinishedAt}
+		}
+		c.State, c.Reason, c.pullFailed = Waiting, "ErrImagePull", true
+		return
+	}
+	if c.State == Terminated {
+		c.Last = &Exit{ExitCode: c.ExitCode, FinishedAt: c.FinishedAt}
+	}
+	if c.instances > 0 {
+		c.RestartCount++
+	}
+	c.instances++
+	c.ID = fmt.Sprintf("sim://%s/%s/%d", p.Name, c.Name, c.instances)
+	c.State, c.Reason, c.StartedAt, c.lastImage = Running, "", at, c.Image
+	c.stopping, c.respawn = false, false
+	switch run, ok := c.Behaviour.run(c.runs); {
+	case p.cfg.Images.QuickExit[c.Image]:
+		c.schedule(opExit, at.Add(p.cfg.Timings.QuickExitRun), 0)
+	case ok:
+		c.schedule(opExit, at.Add(run.Duration), run.ExitCode)
+	}
+}
+
+func (c *Container) schedule(o op, at time.Time, code int32) {
+	c.op, c.at, c.code = o, at, code
+}
+
+// sync is the kubelet's pod sync: start what may start, restart what the
+// policy restarts, stop native sidecars once the regular containers are done,
+// and compute the phase. A terminal phase never changes again.
+func (p *Pod) sync(now time.Time) bool {
+	before := p.Phase
+	if p.deleting {
+		for _, c := range p.all() {
+			p.signal(c, now, p.Grace)
+			if c.op == opStart || c.op == opBackoff {
+				c.op = opNone
+			}
+		}
+		return false
+	}
+	if p.Terminal() {
+		return false
+	}
+	if p.syncInit(now) {
+		for _, c := range p.Regular {
+			p.maybeStart(c, now)
+		}
+		if p.regularDone() {
+			for i := len(p.Init) - 1; i >= 0; i-- {
+				if p.Init[i].Kind == KindNativeSidecar {
+					p.signal(p.Init[i], now, p.Grace)
+				}
+			}
+		}
+	}
+	p.Phase = p.phase()
+	if p.Phase != before {
+		p.version++
+	}
+	if p.Terminal() {
+		// A finished pod runs nothing more: pending starts are dropped.
+		for _, c := range p.all() {
+			if c.op == opStart || c.op == opBackoff {
+				c.op = opNone
+			}
+		}
+	}
+	return p.Phase != before
+}
+
+// syncInit runs init containers in order; it reports whether all are done
+// (native sidecars count once started).
+func (p *Pod) syncInit(now time.Time) bool {
+	for _, c := range p.Init {
+		p.maybeStart(c, now)
+		if c.Kind == KindNativeSidecar {
+			if c.instances == 0 {
+				return false
+			}
+			continue
+		}
+		if c.State != Terminated || c.ExitCode != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// maybeStart schedules a start for a container that should run and has
+// nothing scheduled: never started, or restarted by policy or spec change.
+func (p *Pod) maybeStart(c *Container, now time.Time) {
+	if c.op != opNone {
+		return
+	}
+	switch c.State {
+	case Waiting:
+		if !c.pullFailed {
+			c.schedule(opStart, now.Add(p.startDelay(c)), 0)
+		}
+	case Terminated:
+		if !p.restarts(c) {
+			return
+		}
+		if c.respawn {
+			// The status keeps showing the killed instance until the new
+			// one exists (under Never the kubelet does not report a
+			// restart as Waiting), so the phase may settle first.
+			c.schedule(opStart, now.Add(p.startDelay(c)), 0)
+			return
+		}
+		c.backoff = nextBackoff(c.backoff, p.cfg.Timings)
+		shown := crashLoopShown
+		if shown > c.backoff {
+			shown = c.backoff
+		}
+		c.schedule(opBackoff, c.FinishedAt.Add(shown), 0)
+	}
+}
+
+func nextBackoff(prev time.Duration, t Timings) time.Duration {
+	if prev == 0 {
+		return t.RestartBackoff
+	}
+	if next := 2 * prev; next < t.MaxRestartBackoff {
+		return next
+	}
+	return t.MaxRestartBackoff
+}
+
+func (p *Pod) startDelay(c *Container) time.Duration {
+	if c.Image != c.lastImage {
+		return p.cfg.Timings.Start + p.cfg.Timings.Pull
+	}
+	return p.cfg.Timings.Start
+}
+
+// restarts applies the restart rules to a terminated container.
+func (p *Pod) restarts(c *Container) bool {
+	switch {
+	case c.respawn:
+		return true // the spec changed: restarted whatever the policy
+	case c.Kind == KindNativeSidecar:
+		return !p.regularDone()
+	case p.RestartPolicy == corev1.RestartPolicyAlways:
+		return true
+	case p.RestartPolicy == corev1.RestartPolicyOnFailure:
+		return c.ExitCode != 0
+	}
+	return false
+}
+
+// regularDone reports whether every regular container has terminated for
+// good: nothing will run in them again.
+func (p *Pod) regularDone() bool {
+	for _, c := range p.Regular {
+		if c.State != Terminated || c.op != opNone || p.restarts(c) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,126 @@
+package model
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Status is the pod status the kubelet reports: phase and container statuses.
+// Conditions are not modelled; whoever publishes the status keeps its own.
+func (p *Pod) Status() corev1.PodStatus {
+	st := corev1.PodStatus{Phase: p.Phase}
+	for _, c := range p.Init {
+		st.InitContainerStatuses = append(st.InitContainerStatuses, c.status())
+	}
+	for _, c := range p.Regular {
+		st.ContainerStatuses = append(st.ContainerStatuses, c.status())
+	}
+	return st
+}
+
+func (c *Container) status() corev1.ContainerStatus {
+	started := c.State == Running
+	s := corev1.ContainerStatus{Name: c.Name, Image: c.Image, ContainerID: c.ID, RestartCount: c.RestartCount, Started: &started}
+	switch c.State {
+	case Running:
+		s.Ready = true
+		s.State.Running = &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(c.StartedAt)}
+	case Terminated:
+		reason := "Completed"
+		if c.ExitCode != 0 {
+			reason = "Error"
+		}
+		s.State.Terminated = &corev1.ContainerStateTerminated{ExitCode: c.ExitCode, Reason: reason,
+			StartedAt: metav1.NewTime(c.StartedAt), FinishedAt: metav1.NewTime(c.FinishedAt), ContainerID: c.ID}
+	default:
+		s.State.Waiting = &corev1.ContainerStateWaiting{Reason: c.Reason}
+	}
+	if c.Last != nil {
+		s.LastTerminationState.Terminated = &corev1.ContainerStateTerminated{ExitCode: c.Last.ExitCode, FinishedAt: metav1.NewTime(c.Last.FinishedAt)}
+	}
+	return s
+}
+
+// phase is the kubelet's getPhase over the model's containers, with the pod
+// terminal once no container will run again.
+func (p *Pod) phase() corev1.PodPhase {
+	var pendingInit, failedInit, pendingNative int
+	for _, c := range p.Init {
+		switch {
+		case c.Kind == KindNativeSidecar:
+			if c.State == Waiting && c.Last == nil {
+				pendingNative++
+			}
+		case c.State == Running:
+			pendingInit++
+		case c.State == Terminated:
+			if c.ExitCode != 0 {
+				failedInit++
+			}
+		case c.Last != nil:
+			if c.Last.ExitCode != 0 {
+				failedInit++
+			}
+		default:
+			pendingInit++
+		}
+	}
+	var running, waiting, stopped, succeeded int
+	for _, c := range p.Init {
+		if c.Kind == KindNativeSidecar && c.State == Running {
+			running++
+		}
+	}
+	for _, c := range p.Regular {
+		switch {
+		case c.State == Running:
+			running++
+		case c.State == Terminated:
+			stopped++
+			if c.ExitCode == 0 {
+				succeeded++
+			}
+		case c.Last != nil:
+			stopped++
+		default:
+			waiting++
+		}
+	}
+	if failedInit > 0 && p.RestartPolicy == corev1.RestartPolicyNever {
+		return corev1.PodFailed
+	}
+	switch {
+	case pendingInit > 0 || pendingNative > 0 || waiting > 0:
+		return corev1.PodPending
+	case running > 0:
+		return corev1.PodRunning
+	case stopped > 0:
+		switch {
+		case p.terminal() && stopped == succeeded:
+			return corev1.PodSucceeded
+		case p.terminal():
+			return corev1.PodFailed
+		case p.RestartPolicy == corev1.RestartPolicyAlways:
+			return corev1.PodRunning // every container is restarting
+		case stopped == succeeded:
+			return corev1.PodSucceeded
+		case p.RestartPolicy == corev1.RestartPolicyNever:
+			return corev1.PodFailed
+		}
+		return corev1.PodRunning // OnFailure: a failed container is restarting
+	}
+	return corev1.PodPending
+}
+
+// terminal reports whether no container of the pod will run again.
+func (p *Pod) terminal() bool {
+	if !p.regularDone() {
+		return false
+	}
+	for _, c := range p.Init {
+		if c.State == Running || c.op != opNone {
+			return false
+		}
+	}
+	return true
+}

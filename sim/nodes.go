@@ -1,0 +1,200 @@
+package sim
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/sidecar-terminator/sidecar-terminator/sim/model"
+)
+
+// knownImages can be pulled on every node unless its group says otherwise.
+var knownImages = []string{WorkloadImage, QuickExitImage, IstioImage}
+
+// IstioImage stands for an injected proxy whose argv is not the workload's.
+const IstioImage = "docker.io/istio/proxyv2:1.24.0"
+
+// node is one node: a kubelet running the model, and on normal nodes a
+// kruise-daemon.
+type node struct {
+	name       string
+	virtual    bool
+	labels     map[string]string
+	cfg        model.Config
+	kubeletLag time.Duration // how late the kubelet sees a spec change
+	daemon     *daemon       // nil on virtual nodes
+	pods       int
+}
+
+type daemon struct {
+	spec      DaemonSpec
+	down      bool
+	downUntil time.Time // zero with down: forever
+}
+
+func (w *World) makeNodes() {
+	for gi, g := range w.s.sc.Nodes {
+		pullable := map[string]bool{}
+		for _, im := range knownImages {
+			pullable[im] = true
+		}
+		for _, im := range g.Missing {
+			delete(pullable, im)
+		}
+		for i := 0; i < g.Count; i++ {
+			n := &node{name: fmt.Sprintf("node-%d-%d", gi, i), virtual: g.Virtual, labels: map[string]string{"kubernetes.io/os": "linux"},
+				kubeletLag: 300 * time.Millisecond}
+			timings := model.DefaultTimings()
+			if g.Virtual {
+				n.name = fmt.Sprintf("virtual-%d-%d", gi, i)
+				n.labels["type"] = "virtual-kubelet"
+				timings.Pull, n.kubeletLag = 5*time.Second, time.Second
+			} else {
+				n.daemon = &daemon{spec: g.Daemon}
+				if n.daemon.spec.Pickup == 0 {
+					n.daemon.spec.Pickup = time.Second
+				}
+				if w.s.chance(g.Daemon.DownFraction) {
+					n.daemon.down = true
+					if g.Daemon.DownFor > 0 {
+						n.daemon.downUntil = Epoch.Add(g.Daemon.DownFor)
+					}
+				}
+			}
+			timings.Start = w.s.jitter(timings.Start, 0.5)
+			n.cfg = model.Config{Timings: timings, Images: model.Images{Pullable: pullable, QuickExit: map[string]bool{QuickExitImage: true}}}
+			w.nodes = append(w.nodes, n)
+		}
+	}
+}
+
+// pickNode places pods round-robin over the nodes of the kind, so a
+// broadcast-style scenario (as many pods as nodes) gets one pod per node.
+func (s *Sim) pickNode(virtual bool) *node {
+	w := s.world
+	if w.byKind == nil {
+		w.byKind = map[bool][]*node{}
+		for _, n := range w.nodes {
+			w.byKind[n.virtual] = append(w.byKind[n.virtual], n)
+		}
+		w.rr = map[bool]int{}
+	}
+	nodes := w.byKind[virtual]
+	if len(nodes) == 0 {
+		panic(fmt.Sprintf("scenario %s: no node with virtual=%v", s.sc.Name, virtual))
+	}
+	n := nodes[w.rr[virtual]%len(nodes)]
+	w.rr[virtual]++
+	n.pods++
+	return n
+}
+
+// kubeletAdmit starts running a pod on its node, with the spec as it is now.
+func (s *Sim) kubeletAdmit(e *podEntry) {
+	if e.gone || e.rt != nil {
+		return
+	}
+	rt, err := model.NewPod(e.obj, e.node.cfg)
+	if err != nil {
+		panic(fmt.Sprintf("scenario %s: %v", s.sc.Name, err))
+	}
+	e.rt = rt
+	if e.obj.DeletionTimestamp != nil {
+		rt.Delete(s.now())
+	}
+	s.kubeletSync(e)
+}
+
+// kubeletSync advances the pod's containers to now, publishes the status if
+// it changed, and schedules the next wake.
+func (s *Sim) kubeletSync(e *podEntry) {
+	if e.gone || e.rt == nil {
+		return
+	}
+	now := s.now()
+	e.rt.Advance(now)
+	if v := e.rt.Version(); v != e.published {
+		e.published = v
+		st := e.rt.Status()
+		s.trace.add(e.obj.Name, "status %s", describeStatus(st))
+		s.world.setPodStatus(e, st)
+		s.jobController(e)
+	}
+	if e.rt.Gone() {
+		s.world.removePod(e)
+		return
+	}
+	next := e.rt.NextWake()
+	if next.IsZero() || (!e.wake.IsZero() && !e.wake.After(next) && e.wake.After(now)) {
+		return
+	}
+	e.wake = next
+	s.at(next, func() {
+		if e.wake.Equal(next) {
+			e.wake = time.Time{}
+			s.kubeletSync(e)
+		}
+	})
+}
+
+// kubeletSeeSpec applies the pod spec's images to the running pod: the
+// kubelet restarts a container whose image changed.
+func (s *Sim) kubeletSeeSpec(e *podEntry) {
+	if e.gone || e.rt == nil {
+		return
+	}
+	for _, c := range e.obj.Spec.Containers {
+		stopped, err := e.rt.SetImage(c.Name, c.Image, s.now())
+		if err != nil {
+			panic(err)
+		}
+		if stopped {
+			s.trace.add(e.obj.Name, "kubelet restarts %s for image %s", c.Name, c.Image)
+			s.check.kill(e, c.Name, "image change")
+		}
+	}
+	s.kubeletSync(e)
+}
+
+// jobController deletes a pod whose mains restarted more than its Job's
+// backoffLimit allows.
+func (s *Sim) jobController(e *podEntry) {
+	limit := e.tmpl.BackoffLimit
+	if limit == 0 || e.obj.DeletionTimestamp != nil {
+		return
+	}
+	restarts := 0
+	for _, c := range e.obj.Status.ContainerStatuses {
+		if !e.truth.sidecars[c.Name] {
+			restarts += int(c.RestartCount)
+		}
+	}
+	if restarts > limit {
+		s.world.deletePod(e, "job backoffLimit exceeded")
+	}
+}
+
+// describeStatus is the compact status line of the trace.
+func describeStatus(st corev1.PodStatus) string {
+	var b strings.Builder
+	b.WriteString(string(st.Phase))
+	for _, list := range [][]corev1.ContainerStatus{st.InitContainerStatuses, st.ContainerStatuses} {
+		for _, c := range list {
+			fmt.Fprintf(&b, " %s=", c.Name)
+			switch {
+			case c.State.Running != nil:
+				b.WriteString("R")
+			case c.State.Terminated != nil:
+				fmt.Fprintf(&b, "T%d", c.State.Terminated.ExitCode)
+			case c.State.Waiting != nil:
+				fmt.Fprintf(&b, "W(%s)", c.State.Waiting.Reason)
+			}
+			if c.RestartCount > 0 {
+				fmt.Fprintf(&b, "/r%d", c.RestartCount)
+			}
+		}
+	}
+	return b.String()
+}

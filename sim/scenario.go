@@ -1,0 +1,141 @@
+package sim
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Images the simulated nodes know.
+const (
+	WorkloadImage  = "ghcr.io/sidecar-terminator/workload:dev"
+	QuickExitImage = "ghcr.io/sidecar-terminator/quick-exit:dev"
+	// MissingImage cannot be pulled anywhere: a sidecar with it never starts.
+	MissingImage = "registry.invalid/missing:1"
+	// UnknownQuickExit is a valid reference that no node can pull.
+	UnknownQuickExit = "registry.invalid/quick-exit:404"
+)
+
+// Expect is what the checker demands of a pod once its mains are done.
+type Expect int
+
+const (
+	// ExpectTerminal: the pod reaches Succeeded or Failed within the bound.
+	ExpectTerminal Expect = iota
+	// ExpectWarning: no termination path; a Warning event says so.
+	ExpectWarning
+	// ExpectEither: random faults decide; one or the other.
+	ExpectEither
+	// ExpectIgnored: the controller must never write for the pod.
+	ExpectIgnored
+)
+
+// Scenario is one named situation: a cluster, a mix of pods, faults.
+type Scenario struct {
+	Name    string
+	Purpose string // one line
+	Pods    int
+	// Arrival spreads the pods' creation evenly over this window.
+	Arrival   time.Duration
+	Nodes     []NodeGroup
+	Templates []Template
+	Faults    Faults
+	NoCRRAPI  bool
+	// AllowedImages is the controller's quick-exit image allowlist.
+	AllowedImages []string
+	// Bound is how long after its mains are done a pod may take to finish.
+	Bound time.Duration
+	// Quiesce is how long the world must stay settled before the run ends,
+	// so a late wrong write is still seen.
+	Quiesce time.Duration
+}
+
+// NodeGroup is Count identical nodes.
+type NodeGroup struct {
+	Count   int
+	Virtual bool
+	// Missing lists images this group cannot pull besides MissingImage.
+	Missing []string
+	Daemon  DaemonSpec
+}
+
+// DaemonSpec shapes kruise-daemon on a group of normal nodes.
+type DaemonSpec struct {
+	Pickup time.Duration // delay before it acts on a CRR (slow: large)
+	// DownFraction of the group's daemons are down from the start for
+	// DownFor (forever when zero).
+	DownFraction float64
+	DownFor      time.Duration
+	FailRate     float64 // CRRs it fails without stopping anything
+}
+
+// Template is one kind of pod in a scenario's mix.
+type Template struct {
+	Name          string
+	Weight        int
+	RestartPolicy corev1.RestartPolicy
+	Init          []C
+	Native        []C // init containers with restartPolicy Always
+	Containers    []C
+	Annotations   map[string]string
+	Virtual       bool // placed on a virtual node; otherwise on a normal one
+	Expect        Expect
+	// DeleteAt deletes the pod this long after creation (zero: never);
+	// DeleteAfterMainsDone deletes it that long after its mains are done.
+	DeleteAt, DeleteAfterMainsDone Range
+	// Recreate makes a new pod of the same name once a deleted one is gone.
+	Recreate bool
+	// BackoffLimit, when set, has the Job controller delete the pod once its
+	// mains restarted more often than this (OnFailure).
+	BackoffLimit int
+	Grace        int64 // terminationGracePeriodSeconds; zero keeps 30
+}
+
+// C is one container of a template.
+type C struct {
+	Name    string
+	Sidecar bool // the truth the checker judges by, not a mark
+	Image   string
+	// Main: runs Seconds, exits with ExitCodes (successive runs).
+	Seconds   Range
+	ExitCodes []int32
+	// Sidecar: "exit:0", "exit:1" or "ignore".
+	OnSIGTERM string
+	Env       []corev1.EnvVar
+	NoArgs    bool // argv is not the workload's (an injected proxy)
+}
+
+// Range is a duration drawn uniformly from [Min, Max].
+type Range struct{ Min, Max time.Duration }
+
+func (r Range) zero() bool { return r.Max == 0 }
+
+func (s *Sim) draw(r Range) time.Duration {
+	if r.Max <= r.Min {
+		return r.Min
+	}
+	return r.Min + time.Duration(s.rng.Int64N(int64(r.Max-r.Min)))
+}
+
+func (sc Scenario) withDefaults() Scenario {
+	if sc.Pods == 0 {
+		sc.Pods = 200
+	}
+	if sc.Arrival == 0 {
+		sc.Arrival = time.Duration(sc.Pods) * 20 * time.Millisecond
+		if sc.Arrival < time.Minute {
+			sc.Arrival = time.Minute
+		}
+	}
+	if len(sc.Nodes) == 0 {
+		sc.Nodes = []NodeGroup{{Count: 10}}
+	}
+	if sc.Bound == 0 {
+		sc.Bound = 15 * time.Minute
+	}
+	if sc.Quiesce == 0 {
+		sc.Quiesce = 3 * time.Minute
+	}
+	sc.Faults = sc.Faults.withDefaults()
+	return sc
+}

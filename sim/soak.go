@@ -1,0 +1,63 @@
+package sim
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+// SoakScenario draws a scenario for a soak run from the seed: a mixed
+// cluster, every kind of pod, and a random set of faults. Liveness is judged
+// loosely (a path may be lost to a daemon that stays down), safety strictly.
+func SoakScenario(seed uint64, pods int) Scenario {
+	r := rand.New(rand.NewPCG(seed, 0x50a6))
+	pick := func(p float64) bool { return r.Float64() < p }
+	frac := func(max float64) float64 { return max * r.Float64() }
+	f := Faults{CacheLag: time.Duration(r.Int64N(int64(3 * time.Second))), CacheJitter: 0.8}
+	if pick(0.4) {
+		f.WriteErrors, f.Conflicts = frac(0.2), frac(0.1)
+	}
+	if pick(0.3) {
+		f.WriteTimeouts = frac(0.3)
+	}
+	if pick(0.4) {
+		f.DropEvents, f.DupEvents, f.ReorderEvents = frac(0.05), frac(0.2), frac(0.2)
+	}
+	if pick(0.3) {
+		f.CrashEvery = time.Duration(30+r.IntN(120)) * time.Second
+	}
+	if pick(0.3) {
+		f.LeaderEvery = time.Duration(30+r.IntN(120)) * time.Second
+	}
+	f.CRRNeverCompleted = pick(0.1)
+	daemon := DaemonSpec{Pickup: time.Duration(1+r.IntN(15)) * time.Second, FailRate: frac(0.2)}
+	if pick(0.3) {
+		daemon.DownFraction = frac(0.5)
+		if pick(0.5) {
+			daemon.DownFor = time.Duration(1+r.IntN(5)) * time.Minute
+		}
+	}
+	var templates []Template
+	for _, t := range mixedTemplates() {
+		if t.Expect == ExpectTerminal {
+			// A daemon that stays down or CRRs that never complete may leave
+			// a pod with no path but a Warning: faults decide which.
+			t.Expect = ExpectEither
+		}
+		templates = append(templates, t)
+	}
+	for _, sc := range []string{"job-never-ignore-exit-code", "init-and-native-sidecars", "pods-deleted-midway", "sidecar-never-starts", "job-onfailure-backofflimit"} {
+		base, _ := Lookup(sc)
+		for _, t := range base.Templates {
+			if t.Expect == ExpectTerminal {
+				t.Expect = ExpectEither
+			}
+			templates = append(templates, t)
+		}
+	}
+	return Scenario{
+		Name: "soak", Purpose: fmt.Sprintf("random faults %s", f),
+		Pods: pods, Nodes: []NodeGroup{{Count: 30, Daemon: daemon}, {Count: 10, Virtual: true}},
+		Templates: templates, Faults: f,
+	}
+}
