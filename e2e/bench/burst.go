@@ -46,16 +46,36 @@ type burst struct {
 	run    string
 	pods   []*corev1.Pod
 
-	mu     sync.Mutex
-	exitAt map[string]time.Time
-	actAt  map[string]time.Time
-	doneAt map[string]time.Time
-	finish chan string
+	opts  burstOptions
+	start time.Time // the first main exit
+
+	mu      sync.Mutex
+	deleted map[string]bool
+	exitAt  map[string]time.Time
+	actAt   map[string]time.Time
+	doneAt  map[string]time.Time
+	finish  chan string // capacity n: sends never block
+	closed  bool
+}
+
+// burstOptions add faults to a burst, for the chaos runs.
+type burstOptions struct {
+	// daemonDownFor delays the stop of CRR-path sidecars, as an unavailable
+	// kruise-daemon would, counted from the first main exit.
+	daemonDownFor time.Duration
+	// deleteEvery deletes every k-th pod right after its main exits.
+	deleteEvery int
+	// during runs beside the burst once the mains start exiting.
+	during func(ctx context.Context, b *burst)
 }
 
 func runBurst(ctx context.Context, kube kubernetes.Interface, kruise kruiseclient.Interface, run string, n int, pid int, logf func(string, ...any)) (BurstResult, error) {
-	b := &burst{kube: kube, kruise: kruise, run: run, exitAt: map[string]time.Time{}, actAt: map[string]time.Time{},
-		doneAt: map[string]time.Time{}, finish: make(chan string, n)}
+	return runBurstWith(ctx, kube, kruise, run, n, pid, logf, burstOptions{})
+}
+
+func runBurstWith(ctx context.Context, kube kubernetes.Interface, kruise kruiseclient.Interface, run string, n int, pid int, logf func(string, ...any), opts burstOptions) (BurstResult, error) {
+	b := &burst{kube: kube, kruise: kruise, run: run, opts: opts, exitAt: map[string]time.Time{}, actAt: map[string]time.Time{},
+		doneAt: map[string]time.Time{}, deleted: map[string]bool{}, finish: make(chan string, n)}
 	res := BurstResult{Pods: n}
 	if err := b.create(ctx, n); err != nil {
 		return res, err
@@ -74,11 +94,18 @@ func runBurst(ctx context.Context, kube kubernetes.Interface, kruise kruiseclien
 	cpu0, _ := cpuSeconds(pid)
 
 	start := time.Now()
+	b.start = start
+	if opts.during != nil {
+		go opts.during(watchCtx, b)
+	}
 	if err := parallel(n, 64, func(i int) error {
 		_, err := setStatus(ctx, kube, b.pods[i], corev1.PodRunning, terminated(time.Now()), running(start))
 		b.mu.Lock()
 		b.exitAt[b.pods[i].Name] = time.Now()
 		b.mu.Unlock()
+		if err == nil && opts.deleteEvery > 0 && i%opts.deleteEvery == 0 {
+			err = b.delete(ctx, b.pods[i].Name)
+		}
 		return err
 	}); err != nil {
 		return res, fmt.Errorf("end the main containers: %w", err)
@@ -89,16 +116,19 @@ func runBurst(ctx context.Context, kube kubernetes.Interface, kruise kruiseclien
 	deadline := time.Now().Add(b.patience(n))
 	for time.Now().Before(deadline) {
 		b.mu.Lock()
-		done := len(b.doneAt)
+		done := len(b.doneAt) + len(b.deleted)
 		b.mu.Unlock()
-		if done == n {
+		if done >= n {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 	cpu1, _ := cpuSeconds(pid)
 	stopWatches()
+	b.mu.Lock()
+	b.closed = true
 	close(b.finish)
+	b.mu.Unlock()
 	finishers.Wait()
 	res.CPUSeconds = cpu1 - cpu0
 	res.CPUSecondsPer1000 = res.CPUSeconds * 1000 / float64(n)
@@ -132,7 +162,7 @@ func (b *burst) watch(ctx context.Context) error {
 	podInf := pods.Core().V1().Pods().Informer()
 	onPod := func(obj any) {
 		if p, ok := obj.(*corev1.Pod); ok && len(p.Spec.Containers) > 1 && p.Spec.Containers[1].Image == QuickExitImage {
-			b.acted(p.Name)
+			b.acted(p.Name, false)
 		}
 	}
 	if _, err := podInf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: onPod, UpdateFunc: func(_, o any) { onPod(o) }}); err != nil {
@@ -142,7 +172,7 @@ func (b *burst) watch(ctx context.Context) error {
 	crrInf := crrs.Apps().V1alpha1().ContainerRecreateRequests().Informer()
 	if _, err := crrInf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(obj any) {
 		if crr, ok := obj.(*kruisev1alpha1.ContainerRecreateRequest); ok && strings.HasPrefix(crr.Spec.PodName, b.run+"-") {
-			b.acted(crr.Spec.PodName)
+			b.acted(crr.Spec.PodName, true)
 		}
 	}}); err != nil {
 		return err
@@ -155,14 +185,36 @@ func (b *burst) watch(ctx context.Context) error {
 	return nil
 }
 
-func (b *burst) acted(name string) {
+func (b *burst) acted(name string, byCRR bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if _, seen := b.actAt[name]; seen {
+	if _, seen := b.actAt[name]; seen || b.closed {
 		return
 	}
 	b.actAt[name] = time.Now()
+	if byCRR && b.opts.daemonDownFor > 0 {
+		// The daemon is away: the sidecar stops when it is back.
+		go func() {
+			time.Sleep(time.Until(b.start.Add(b.opts.daemonDownFor)))
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			if !b.closed {
+				b.finish <- name
+			}
+		}()
+		return
+	}
 	b.finish <- name
+}
+
+func (b *burst) delete(ctx context.Context, name string) error {
+	if err := b.kube.CoreV1().Pods(Namespace).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	b.deleted[name] = true
+	b.mu.Unlock()
+	return nil
 }
 
 // finishPods plays kruise-daemon and the virtual node: the sidecar exits 0,
@@ -173,6 +225,12 @@ func (b *burst) finishPods(ctx context.Context) {
 		byName[p.Name] = p
 	}
 	for name := range b.finish {
+		b.mu.Lock()
+		gone := b.deleted[name]
+		b.mu.Unlock()
+		if gone {
+			continue
+		}
 		now := time.Now()
 		if _, err := setStatus(ctx, b.kube, byName[name], corev1.PodSucceeded, terminated(now), terminated(now)); err == nil {
 			b.mu.Lock()
@@ -188,6 +246,9 @@ func (b *burst) summarize(res *BurstResult, start time.Time) {
 	var lat []float64
 	var last time.Time
 	for name, exit := range b.exitAt {
+		if b.deleted[name] {
+			continue
+		}
 		act, ok := b.actAt[name]
 		if !ok {
 			if res.NotActedOn == 0 {

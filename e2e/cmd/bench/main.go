@@ -20,6 +20,11 @@ func main() {
 		yardstick(os.Args[2:])
 		return
 	}
+	chaos := len(os.Args) > 1 && os.Args[1] == "chaos"
+	args := os.Args[1:]
+	if chaos {
+		args = args[1:]
+	}
 	cfg := bench.Config{Logf: log.Printf}
 	fs := flag.NewFlagSet("bench", flag.ExitOnError)
 	fs.IntVar(&cfg.BurstPods, "pods", 5000, "pods in each burst")
@@ -28,8 +33,12 @@ func main() {
 	fs.IntVar(&cfg.Workers, "workers", 8, "workers of both terminators")
 	qps := fs.Float64("qps", 500, "client QPS of both terminators")
 	fs.IntVar(&cfg.Burst, "burst", 1000, "client burst of both terminators")
-	out := fs.String("out", "e2e/bench/results", "directory for latest.json and latest.md")
-	fs.Parse(os.Args[1:])
+	out := fs.String("out", "e2e/bench/results", "directory for the results")
+	scenario := fs.String("scenario", "", "chaos: run only this scenario")
+	if chaos {
+		cfg.BurstPods = 1000
+	}
+	fs.Parse(args)
 	cfg.QPS = float32(*qps)
 	root, err := filepath.Abs(".")
 	if err != nil {
@@ -41,6 +50,10 @@ func main() {
 	cfg.Root = root
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	if chaos {
+		runChaos(ctx, cfg, *scenario, *out)
+		return
+	}
 	rep, err := bench.Run(ctx, cfg)
 	if err != nil {
 		log.Fatal(err)
@@ -63,5 +76,29 @@ func yardstick(args []string) {
 	defer stop()
 	if err := bench.RunYardstick(ctx, *kubeconfig, *workers, float32(*qps), *burst, *ready); err != nil {
 		log.Fatal(err)
+	}
+}
+
+func runChaos(ctx context.Context, cfg bench.Config, scenario, out string) {
+	results, err := bench.Chaos(ctx, cfg, scenario)
+	failed := err != nil
+	for _, r := range results {
+		fmt.Printf("\n%s (%d pods, %.0fs)\n", r.Scenario, r.Pods, r.Seconds)
+		for _, c := range r.Checks {
+			fmt.Printf("  ok    %s\n", c)
+		}
+		for _, f := range r.Failures {
+			fmt.Printf("  FAIL  %s\n", f)
+			failed = true
+		}
+	}
+	if werr := bench.WriteJSON(filepath.Join(out, "chaos.json"), results); werr != nil {
+		log.Print(werr)
+	}
+	if err != nil {
+		log.Print(err)
+	}
+	if failed {
+		os.Exit(1)
 	}
 }
