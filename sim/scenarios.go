@@ -141,6 +141,8 @@ var Scenarios = []Scenario{
 	{Name: "virtual-unknown-image", Purpose: "virtual node cannot pull the quick-exit image: ErrImagePull after the swap; the pod still ends or warns",
 		Nodes: []NodeGroup{{Count: 5, Virtual: true, Missing: []string{QuickExitImage}}}, Templates: []Template{
 			never("vk-404", job(), sidecar("proxy", "exit:0", markImage)).virtual().expect(ExpectEither)}},
+	{Name: "scale-short-jobs", Purpose: "throughput: short Never jobs with a CRR-stopped sidecar arriving at 50 pods/s (run with --pods 100000)",
+		Nodes: []NodeGroup{{Count: 200}}, Templates: []Template{never("short", mainC("main", 2*time.Second, 10*time.Second), sidecar("proxy", "exit:0", markCRR))}},
 	{Name: "mixed-cluster", Purpose: "normal and virtual nodes, every kind of pod at once",
 		Nodes: mixedNodes, Templates: mixedTemplates()},
 	{Name: "fault-write-errors", Purpose: "writes fail with server errors and conflicts: retried with backoff, never doubled",
@@ -173,6 +175,13 @@ var Scenarios = []Scenario{
 			func() Template {
 				t := never("same-name", job(), sidecar("proxy", "exit:0", markImage))
 				t.DeleteAfterMainsDone, t.Recreate = Range{0, 500 * time.Millisecond}, true
+				return t
+			}()}},
+	{Name: "pod-recreated-same-name-settle", Purpose: "the same with ignore-exit-code: the phase-settling status patch lands on the new pod",
+		Faults: Faults{CacheLag: 6 * time.Second}, Nodes: normalNodes, Templates: []Template{
+			func() Template {
+				t := never("same-name-settle", job(), sidecar("logger", "ignore", markCRR, markIgnore))
+				t.DeleteAfterMainsDone, t.Recreate, t.Grace = Range{0, 500 * time.Millisecond}, true, 1
 				return t
 			}()}},
 	{Name: "pod-recreated-same-name-crr", Purpose: "the same with a CRR: kruise resolves the CRR's podName to the new pod",

@@ -13,7 +13,8 @@ import (
 // knownBugs are scenarios that find a real controller bug; they are run by
 // TestKnownControllerBugs instead of failing every run of the suite.
 var knownBugs = map[string]string{
-	"pod-recreated-same-name": "the image-swap patch tests name and image but not the pod's UID: it lands on a new pod of the same name",
+	"pod-recreated-same-name":        "the image-swap patch tests name and image but not the pod's UID: it lands on a new pod of the same name",
+	"pod-recreated-same-name-settle": "the settle patch tests only the phase, not the pod's UID: a new pod of the same name is marked Succeeded",
 }
 
 func TestScenarios(t *testing.T) {
@@ -132,7 +133,7 @@ func TestSoakSeedsAreSafe(t *testing.T) {
 }
 
 func BenchmarkScenario100kPods(b *testing.B) {
-	sc, err := Lookup("job-never-crr")
+	sc, err := Lookup("scale-short-jobs")
 	if err != nil {
 		b.Fatal(err)
 	}

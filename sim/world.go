@@ -143,6 +143,7 @@ func (w *World) removePod(e *podEntry) {
 		return
 	}
 	e.gone = true
+	e.rt = nil // the containers are gone; the truth stays for the report
 	key := e.key()
 	if w.pods[key] == e {
 		delete(w.pods, key)
