@@ -1,20 +1,42 @@
 # Shipping: chart, kustomize base, workflows, kind. Included by the root
-# Makefile. Tools (helm, kustomize, actionlint, crane) are pinned under
+# Makefile. Tools (helm, kustomize, actionlint, crane, kind) are pinned under
 # hack/tools and built once into $SIDECAR_TERMINATOR_CACHE/tools by
 # `go run ./hack/cmd/tool`.
-TOOL      := go run ./hack/cmd/tool
+TOOL      := $(GO) run ./hack/cmd/tool
 CHART_DIR := controller/deploy/chart/sidecar-terminator
+# e2e environment: local (the real local cluster, needs root), kind (kind/up.sh
+# then the suite), kubeconfig (any cluster with the product installed:
+# E2E_KUBECONFIG=path).
+E2E_ENV   ?= local
+K8S_MINOR ?= 1.34
+KIND_KUBECONFIG ?= $(CURDIR)/$(BIN)/kind/sidecar-terminator.kubeconfig
 
-.PHONY: manifests lint-workflows chart-package
+.PHONY: manifests lint-workflows chart-package kind-up kind-down e2e
 
-## manifests: regenerate the kustomize base (controller/deploy/base) from the Helm chart
-manifests:
-	go run ./controller/deploy/cmd/render-base
+manifests: ## Regenerate the kustomize base (controller/deploy/base) from the Helm chart.
+	$(GO) run ./controller/deploy/cmd/render-base
 
-## lint-workflows: actionlint (built from its Go module) on .github/workflows
-lint-workflows:
-	$(TOOL) actionlint -color
+lint-workflows: ## actionlint (built from its Go module) on .github/workflows.
+	$(TOOL) actionlint
 
-## chart-package: package the Helm chart into bin/chart
-chart-package:
+chart-package: ## Package the Helm chart into bin/chart.
 	$(TOOL) helm package $(CHART_DIR) --destination $(BIN)/chart
+
+kind-up: images ## kind cluster (K8S_MINOR=1.28|1.32|1.33|1.34) with OpenKruise, the chart and the mock virtual node (needs Docker).
+	KIND_KUBECONFIG=$(KIND_KUBECONFIG) kind/up.sh $(K8S_MINOR)
+
+kind-down: ## Delete the kind cluster.
+	kind/down.sh
+
+e2e: ## The shared e2e cases: E2E_ENV=local (default), kind or kubeconfig (E2E_KUBECONFIG=path; E2E_NODE_KIND=normal|virtual|all).
+ifeq ($(E2E_ENV),local)
+	$(MAKE) e2e-local
+else ifeq ($(E2E_ENV),kind)
+	$(MAKE) kind-up
+	E2E_KUBECONFIG=$(KIND_KUBECONFIG) $(GO) test ./e2e/kubeconfig/ -count=1 -timeout 40m -v $(E2E_FLAGS)
+else ifeq ($(E2E_ENV),kubeconfig)
+	@test -n "$(E2E_KUBECONFIG)" || { echo "E2E_ENV=kubeconfig needs E2E_KUBECONFIG=path"; exit 2; }
+	E2E_KUBECONFIG=$(E2E_KUBECONFIG) $(GO) test ./e2e/kubeconfig/ -count=1 -timeout 40m -v $(E2E_FLAGS)
+else
+	@echo "E2E_ENV must be local, kind or kubeconfig, not $(E2E_ENV)"; exit 2
+endif

@@ -24,6 +24,7 @@ var Packages = map[string]string{
 	"kustomize":  "sigs.k8s.io/kustomize/kustomize/v5",
 	"actionlint": "github.com/rhysd/actionlint/cmd/actionlint",
 	"crane":      "github.com/google/go-containerregistry/cmd/crane",
+	"kind":       "sigs.k8s.io/kind",
 }
 
 // CacheDir is where the tools are cached: $SIDECAR_TERMINATOR_CACHE/tools,
