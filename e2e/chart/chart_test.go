@@ -1,0 +1,192 @@
+// Package chart installs the Helm chart into the local real cluster
+// (e2e/cluster) the way users run the controller: the chart's Deployment on
+// the real node, from the controller image imported into containerd, with
+// in-cluster configuration and its own ServiceAccount. One Job with a
+// sidecar must then complete through it. Needs root, like e2e/realnode.
+//
+//	go test ./e2e/chart -count=1 -v
+package chart
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/sidecar-terminator/sidecar-terminator/controller/deploy"
+	"github.com/sidecar-terminator/sidecar-terminator/e2e/cases"
+	"github.com/sidecar-terminator/sidecar-terminator/e2e/cluster"
+	"github.com/sidecar-terminator/sidecar-terminator/hack/toolbin"
+	"github.com/sidecar-terminator/sidecar-terminator/images"
+	"github.com/sidecar-terminator/sidecar-terminator/images/oci"
+)
+
+func skipUnlessHost(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() == 0 {
+		return
+	}
+	msg := "the local cluster needs root (kubelet, containerd, cgroups, network namespaces)"
+	if os.Getenv("CI") == "true" {
+		t.Fatal("CI=true and " + msg)
+	}
+	t.Skip("SKIPPED, NOT PASSED: " + msg)
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func TestChartOnLocalCluster(t *testing.T) {
+	skipUnlessHost(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	logf := func(f string, a ...any) { t.Logf("harness: "+f, a...) }
+
+	root, err := oci.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	helm, err := toolbin.Path(ctx, "helm")
+	if err != nil {
+		t.Fatalf("build helm: %v", err)
+	}
+	auditLog := filepath.Join(t.TempDir(), "audit.log")
+	c, err := cluster.Up(ctx, cluster.UpOptions{AuditLogPath: auditLog, Logf: logf})
+	if err != nil {
+		t.Fatalf("bring the cluster up: %v", err)
+	}
+	t.Cleanup(func() {
+		if dst := os.Getenv("E2E_LOGS_DIR"); dst != "" {
+			if err := c.SaveLogs(filepath.Join(dst, "chart")); err != nil {
+				t.Logf("save logs: %v", err)
+			}
+		}
+		if err := c.Stop(); err != nil {
+			t.Errorf("tear down (something may be left behind): %v", err)
+		}
+	})
+
+	// The image users run, for this host's architecture, imported into the
+	// node's containerd: the chart's pod must not pull.
+	t0 := time.Now()
+	tar, err := oci.WriteTarball(ctx, root, t.TempDir(), images.Controller)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Node.ImportImages(ctx, tar); err != nil {
+		t.Fatal(err)
+	}
+	logf("controller image built and imported: %s", time.Since(t0).Round(time.Millisecond))
+
+	// The local cluster has no kube-proxy, so the kubernetes Service's
+	// ClusterIP leads nowhere; the pod shares the host's network and is
+	// told the API server's real address. Everything else is in-cluster
+	// configuration: the ServiceAccount token and CA the kubelet mounts.
+	api, err := url.Parse(c.RestConfig.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tag := images.Controller.Ref[strings.LastIndex(images.Controller.Ref, ":")+1:]
+	t1 := time.Now()
+	install := exec.CommandContext(ctx, helm, "install", deploy.ReleaseName, deploy.ChartDir(root),
+		"--kubeconfig", c.Kubeconfig, "--namespace", deploy.Namespace, "--create-namespace",
+		"--set", "image.tag="+tag, "--set", "image.pullPolicy=Never",
+		// One replica: with the host's network two would bind the same ports.
+		"--set", "replicaCount=1", "--set", "hostNetwork=true",
+		"--set", fmt.Sprintf("metrics.port=%d", freePort(t)), "--set", fmt.Sprintf("health.port=%d", freePort(t)),
+		"--set", "extraEnv[0].name=KUBERNETES_SERVICE_HOST", "--set", "extraEnv[0].value="+api.Hostname(),
+		"--set", "extraEnv[1].name=KUBERNETES_SERVICE_PORT", "--set-string", "extraEnv[1].value="+api.Port(),
+		"--wait", "--timeout", "3m")
+	if out, err := install.CombinedOutput(); err != nil {
+		t.Fatalf("helm install: %v\n%s", err, out)
+	}
+	cs, err := kubernetes.NewForConfig(c.RestConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dep, err := cs.AppsV1().Deployments(deploy.Namespace).Get(ctx, deploy.ReleaseName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	available := slices.ContainsFunc(dep.Status.Conditions, func(c appsv1.DeploymentCondition) bool {
+		return c.Type == "Available" && c.Status == corev1.ConditionTrue
+	})
+	if !available {
+		t.Fatalf("Deployment not Available after helm --wait: %+v", dep.Status)
+	}
+	logf("chart installed, Deployment Available: %s", time.Since(t1).Round(time.Millisecond))
+	pods, err := cs.CoreV1().Pods(deploy.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=sidecar-terminator"})
+	if err != nil || len(pods.Items) != 1 {
+		t.Fatalf("controller pods: %d, %v", len(pods.Items), err)
+	}
+	if p := pods.Items[0]; p.Spec.NodeName != c.Node.Name || p.Spec.ServiceAccountName != deploy.ReleaseName {
+		t.Errorf("controller pod on node %q as %q, want the real node as %q", p.Spec.NodeName, p.Spec.ServiceAccountName, deploy.ReleaseName)
+	}
+	// Leadership first: until the Lease is held the controller acts on nothing.
+	if err := waitLeader(ctx, cs); err != nil {
+		t.Fatal(err)
+	}
+
+	dyn, err := dynamic.NewForConfig(c.RestConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := cases.Clients{Kube: cs, Dynamic: dyn}
+	js := cases.JobSpec{Name: "chart-job", Namespace: "e2e-chart", RestartPolicy: corev1.RestartPolicyNever,
+		Containers: []cases.Container{cases.Main("main", 2, 0), cases.Sidecar("proxy", "exit:0", true)}}
+	if err := cases.CreateNamespace(ctx, cs, js.Namespace); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.BatchV1().Jobs(js.Namespace).Create(ctx, js.Build(), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	obs, err := cases.RunToEnd(ctx, cl, js.Namespace, js.Name, 3*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs.Check(t, cases.Expect{Job: batchv1.JobComplete, Phase: corev1.PodSucceeded,
+		ExitCodes: map[string]int32{"main": 0, "proxy": 0}, CRRContainers: []string{"proxy"}, Event: true})
+
+	// The CRR was written by the chart's ServiceAccount, i.e. by the pod
+	// under in-cluster configuration, not by some other client.
+	writes, err := cluster.MutatingRequests(auditLog, cluster.ControllerServiceAccountUser)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(writes, func(w string) bool { return strings.HasPrefix(w, "create containerrecreaterequests ") }) {
+		t.Errorf("no CRR created by %s; its writes: %v", cluster.ControllerServiceAccountUser, writes)
+	}
+}
+
+func waitLeader(ctx context.Context, cs kubernetes.Interface) error {
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		l, err := cs.CoordinationV1().Leases(deploy.Namespace).Get(ctx, deploy.ReleaseName, metav1.GetOptions{})
+		return err == nil && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "", nil
+	})
+	if err != nil {
+		return fmt.Errorf("no leader elected in %s: %w", deploy.Namespace, err)
+	}
+	return nil
+}
