@@ -8,9 +8,16 @@ package images
 type Spec struct {
 	// Ref is the image reference pods use (with imagePullPolicy Never).
 	Ref string
-	// Dir is the image's directory under images/, holding its Go main
-	// package and its Dockerfile.
+	// Dir is the image's directory under images/, holding its Dockerfile
+	// and, unless Package says otherwise, its Go main package.
 	Dir string
+	// Package is the main package relative to the repository root, for
+	// binaries that live elsewhere (the controller); empty means ./images/Dir.
+	Package string
+	// Base is the Dockerfile's base image; empty means scratch. The OCI
+	// build lays down the files of the base that the binary relies on (see
+	// package oci), since it cannot pull.
+	Base string
 	// Path is where the binary lives in the image.
 	Path string
 	// Links are further paths of the same binary (hard links in the OCI

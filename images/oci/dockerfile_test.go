@@ -20,6 +20,7 @@ import (
 
 // dockerfile is what the final stage of a Dockerfile says about the image.
 type dockerfile struct {
+	from       string
 	files      []string
 	user       string
 	entrypoint []string
@@ -46,8 +47,11 @@ func parseDockerfile(path string) (dockerfile, error) {
 		instr, rest, _ := strings.Cut(line, " ")
 		switch strings.ToUpper(instr) {
 		case "FROM":
-			final = rest == "scratch"
-			d = dockerfile{}
+			// The final stage is the one the image is: scratch, or the
+			// distroless base the OCI build stands in for.
+			base, _, _ := strings.Cut(rest, " ")
+			final = base == "scratch" || strings.HasPrefix(base, "gcr.io/distroless/")
+			d = dockerfile{from: base}
 		case "COPY":
 			if !final {
 				continue

@@ -31,21 +31,30 @@ import (
 // gives the same image digest.
 var epoch = time.Unix(0, 0).UTC()
 
-// Build compiles spec's binary from the module at repoRoot and returns the
-// image.
+// Build compiles spec's binary from the module at repoRoot for the host's
+// architecture and returns the image.
 func Build(ctx context.Context, repoRoot string, spec images.Spec) (v1.Image, error) {
+	return BuildFor(ctx, repoRoot, spec, runtime.GOARCH)
+}
+
+// BuildFor compiles spec's binary for linux/goarch and returns the image.
+func BuildFor(ctx context.Context, repoRoot string, spec images.Spec, goarch string) (v1.Image, error) {
 	tmp, err := os.MkdirTemp("", "oci-build-")
 	if err != nil {
 		return nil, fmt.Errorf("create build dir: %w", err)
 	}
 	defer os.RemoveAll(tmp)
 	bin := filepath.Join(tmp, "bin")
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-s -w", "-o", bin, "./images/"+spec.Dir)
+	pkg := spec.Package
+	if pkg == "" {
+		pkg = "./images/" + spec.Dir
+	}
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-s -w", "-o", bin, pkg)
 	cmd.Dir = repoRoot
 	// Static: the image has no libc.
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+goarch)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("build %s binary: %w: %s", spec.Dir, err, out)
+		return nil, fmt.Errorf("build %s binary for %s: %w: %s", spec.Dir, goarch, err, out)
 	}
 	data, err := os.ReadFile(bin)
 	if err != nil {
@@ -55,7 +64,15 @@ func Build(ctx context.Context, repoRoot string, spec images.Spec) (v1.Image, er
 	if err != nil {
 		return nil, err
 	}
-	img, err := mutate.AppendLayers(empty.Image, layer)
+	layers := []v1.Layer{layer}
+	if spec.Base != "" {
+		base, err := baseLayer(spec.Base)
+		if err != nil {
+			return nil, err
+		}
+		layers = []v1.Layer{base, layer}
+	}
+	img, err := mutate.AppendLayers(empty.Image, layers...)
 	if err != nil {
 		return nil, fmt.Errorf("add layer to %s: %w", spec.Ref, err)
 	}
@@ -64,7 +81,7 @@ func Build(ctx context.Context, repoRoot string, spec images.Spec) (v1.Image, er
 		return nil, fmt.Errorf("read config of %s: %w", spec.Ref, err)
 	}
 	cf = cf.DeepCopy()
-	cf.Architecture, cf.OS, cf.Created = runtime.GOARCH, "linux", v1.Time{Time: epoch}
+	cf.Architecture, cf.OS, cf.Created = goarch, "linux", v1.Time{Time: epoch}
 	cf.Config.Entrypoint = spec.Entrypoint
 	cf.Config.User = spec.User
 	cf.Config.Env = spec.Env

@@ -1,6 +1,14 @@
-// Command build-images writes the project's image tarballs (pause,
-// quick-exit, workload) with no Docker engine. Load them with
-// `ctr -n k8s.io images import DIR/NAME.tar` or `docker load -i DIR/NAME.tar`.
+// Command build-images writes the project's image tarballs with no Docker
+// engine:
+//
+//   - OUT/NAME.tar for the local cluster (pause, quick-exit, workload), one
+//     architecture, docker-archive format: `ctr -n k8s.io images import`;
+//   - OUT/oci/NAME.tar for release (controller, quick-exit, mock-node), an
+//     OCI image layout holding an amd64 + arm64 index:
+//     `kind load image-archive`, `ctr images import`, `docker load`.
+//
+// A release pushes each OCI layout with crane (hack/tools), so that the
+// registry client's dependencies stay out of the product's go.mod.
 package main
 
 import (
@@ -8,19 +16,53 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
+	"time"
 
+	"github.com/sidecar-terminator/sidecar-terminator/images"
 	"github.com/sidecar-terminator/sidecar-terminator/images/oci"
 )
 
 func main() {
 	out := flag.String("out", "bin/images", "directory for the tarballs")
+	release := flag.Bool("release", true, "also write the multi-arch release images to OUT/oci")
+	local := flag.Bool("local", true, "write the local cluster's single-arch images to OUT")
 	flag.Parse()
-	paths, err := oci.WriteAll(context.Background(), *out)
+	ctx := context.Background()
+	var err error
+	if *local {
+		var paths []string
+		if paths, err = oci.WriteAll(ctx, *out); err == nil {
+			for _, p := range paths {
+				fmt.Println(p)
+			}
+		}
+	}
+	if err == nil && *release {
+		err = writeRelease(ctx, filepath.Join(*out, "oci"))
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "build-images: %v\n", err)
 		os.Exit(1)
 	}
-	for _, p := range paths {
-		fmt.Println(p)
+}
+
+func writeRelease(ctx context.Context, dir string) error {
+	root, err := oci.RepoRoot()
+	if err != nil {
+		return err
 	}
+	start := time.Now()
+	built, skipped, err := oci.WriteRelease(ctx, root, dir, images.Release, images.Platforms)
+	if err != nil {
+		return err
+	}
+	for _, b := range built {
+		fmt.Printf("%s %s %s\n", b.Path, b.Spec.Ref, b.Digest)
+	}
+	for _, s := range skipped {
+		fmt.Fprintf(os.Stderr, "build-images: %s skipped: package %s not found\n", s.Ref, s.Package)
+	}
+	fmt.Fprintf(os.Stderr, "build-images: release images for %v in %s\n", images.Platforms, time.Since(start).Round(time.Second))
+	return nil
 }

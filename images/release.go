@@ -1,0 +1,27 @@
+package images
+
+// DistrolessStatic is the controller's base in its Dockerfile: distroless
+// static, nonroot variant. The OCI build reproduces the parts the binary
+// relies on (package oci) rather than pulling it.
+const DistrolessStatic = "gcr.io/distroless/static-debian12:nonroot"
+
+// Controller is the sidecar-terminator controller.
+var Controller = Spec{
+	Ref: "ghcr.io/sidecar-terminator/controller:dev", Dir: "controller", Package: "./controller/cmd/sidecar-terminator",
+	Base: DistrolessStatic, Path: "/sidecar-terminator",
+	Entrypoint: []string{"/sidecar-terminator"}, User: NonRoot, Env: []string{defaultPath},
+}
+
+// MockNode is the virtual-kubelet mock node the kind suites deploy.
+var MockNode = Spec{
+	Ref: "ghcr.io/sidecar-terminator/mock-node:dev", Dir: "mock-node", Package: "./e2e/virtualnode/cmd/mock-node",
+	Base: DistrolessStatic, Path: "/mock-node",
+	Entrypoint: []string{"/mock-node"}, User: NonRoot, Env: []string{defaultPath},
+}
+
+// Release are the images `make images` builds for every platform in
+// Platforms and a release pushes.
+var Release = []Spec{Controller, QuickExit, MockNode}
+
+// Platforms are the architectures of the release images (linux only).
+var Platforms = []string{"amd64", "arm64"}
