@@ -36,12 +36,12 @@ func virtualNodeFeatures() []features.Feature {
 	return []features.Feature{
 		virtualJobFeature("Virtual node, sidecar with a quick-exit image: swapped in place, Job Complete",
 			cases.JobSpec{Name: "virtual-swap", RestartPolicy: corev1.RestartPolicyNever,
-				Containers: []cases.Container{cases.Main("main", 2, 0), cases.Sidecar("proxy", "ignore", false).With(envWithImage, images.QuickExit.Ref)}},
+				Containers: []cases.Container{cases.Main("main", 2, 0), cases.Sidecar("proxy", "exit:0", false).With(envWithImage, images.QuickExit.Ref)}},
 			cases.Expect{Job: batchv1.JobComplete, Phase: corev1.PodSucceeded, ExitCodes: map[string]int32{"main": 0, "proxy": 0}, Event: true},
 			images.QuickExit.Ref),
 		virtualJobFeature("Virtual node, main exits 2: sidecar still swapped, Job Failed",
 			cases.JobSpec{Name: "virtual-fail", RestartPolicy: corev1.RestartPolicyNever,
-				Containers: []cases.Container{cases.Main("main", 2, 2), cases.Sidecar("proxy", "ignore", false).With(envWithImage, images.QuickExit.Ref)}},
+				Containers: []cases.Container{cases.Main("main", 2, 2), cases.Sidecar("proxy", "exit:0", false).With(envWithImage, images.QuickExit.Ref)}},
 			cases.Expect{Job: batchv1.JobFailed, Phase: corev1.PodFailed, ExitCodes: map[string]int32{"main": 2, "proxy": 0}, Event: true},
 			images.QuickExit.Ref),
 	}
