@@ -189,9 +189,10 @@ func checkLayout(t *testing.T, b Built) {
 }
 
 // Each release image's entrypoint, taken out of the image for this host's
-// architecture, starts and behaves: the controller and the mock node answer
-// --help with their flags and exit 0, and quick-exit exits 0 under an argv
-// that would make a real sidecar fail.
+// architecture, starts and behaves: the controller answers --help with its
+// flags and exits 0, the mock node prints its flags (its flag set returns
+// ErrHelp as an error, so exit 1), and quick-exit exits 0 under an argv that
+// would make a real sidecar fail.
 func TestReleaseEntrypointsRun(t *testing.T) {
 	root, err := RepoRoot()
 	if err != nil {
@@ -200,10 +201,11 @@ func TestReleaseEntrypointsRun(t *testing.T) {
 	want := map[string]struct {
 		args     []string
 		contains string
+		exitCode int
 	}{
-		"controller": {[]string{"--help"}, "--virtual-node-selector"},
-		"mock-node":  {[]string{"--help"}, "kubeconfig"},
-		"quick-exit": {[]string{"-c", "/etc/envoy/envoy.yaml", "--bogus"}, ""},
+		"controller": {[]string{"--help"}, "--virtual-node-selector", 0},
+		"mock-node":  {[]string{"--help"}, "-kubeconfig", 1},
+		"quick-exit": {[]string{"-c", "/etc/envoy/envoy.yaml", "--bogus"}, "", 0},
 	}
 	for _, spec := range releaseSpecs(t, root) {
 		t.Run(spec.Dir, func(t *testing.T) {
@@ -222,8 +224,8 @@ func TestReleaseEntrypointsRun(t *testing.T) {
 			}
 			w := want[spec.Dir]
 			out, err := exec.Command(path, w.args...).CombinedOutput()
-			if err != nil {
-				t.Fatalf("%s %q: %v\n%s", spec.Entrypoint[0], w.args, err, out)
+			if c := exitCode(t, err); c != w.exitCode {
+				t.Fatalf("%s %q exited %d, want %d\n%s", spec.Entrypoint[0], w.args, c, w.exitCode, out)
 			}
 			if !strings.Contains(string(out), w.contains) {
 				t.Errorf("%s %q printed no %q:\n%s", spec.Entrypoint[0], w.args, w.contains, out)
