@@ -193,6 +193,7 @@ func TestSyncSwapsTheImageOnAVirtualNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []map[string]any{
+		{"op": "test", "path": "/metadata/uid", "value": string(pod.UID)},
 		{"op": "test", "path": "/spec/containers/1/name", "value": "log"},
 		{"op": "test", "path": "/spec/containers/1/image", "value": "example.com/log:1"},
 		{"op": "replace", "path": "/spec/containers/1/image", "value": quickExit},
@@ -279,5 +280,24 @@ func TestTrimPodKeepsWhatTheDecisionReads(t *testing.T) {
 	}
 	if trimmed.ManagedFields != nil || trimmed.Spec.Volumes != nil || len(trimmed.Spec.Containers[1].Env) != 1 || len(trimmed.Annotations) != 1 {
 		t.Errorf("trim kept too much: %+v", trimmed)
+	}
+}
+
+// A pod deleted and recreated under the same name while the cache still shows
+// the old one: the swap's UID test fails, and the new pod is left alone.
+func TestSwapNeverLandsOnANewPodOfTheSameName(t *testing.T) {
+	old := jobPod("same-name", podtest.Env(decision.EnvTerminateWithImage, quickExit)).UID("old-uid").Build()
+	f := newFixture(t, []*corev1.Pod{old}, virtualNode)
+	replacement := podtest.Pod("same-name").UID("new-uid").Container("main").
+		Container("log", podtest.Env(decision.EnvTerminateWithImage, quickExit)).Build()
+	if err := f.client.Tracker().Update(corev1.SchemeGroupVersion.WithResource("pods"), replacement, "default"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.rec.Sync(context.Background(), cache.ObjectName{Namespace: "default", Name: "same-name"}); err == nil {
+		t.Fatalf("Sync patched a pod whose UID differs from the one decided on")
+	}
+	server, _ := f.client.CoreV1().Pods("default").Get(context.Background(), "same-name", metav1.GetOptions{})
+	if server.Spec.Containers[1].Image == quickExit {
+		t.Fatalf("the new pod's sidecar was swapped while its main runs")
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
 )
@@ -17,12 +18,13 @@ type jsonPatchOp struct {
 	Value any    `json:"value"`
 }
 
-// swapPatch replaces sidecar images. Each replace is guarded by test ops on
-// the container's name and current image, so an image someone else changed
-// in the meantime, or a reordered container list, fails the whole patch
-// instead of being overwritten.
-func swapPatch(swaps []decision.Swap) ([]byte, error) {
-	var ops []jsonPatchOp
+// swapPatch replaces sidecar images. It is guarded by test ops: on the pod's
+// UID, so that it can never land on a new pod that took the old one's name
+// while the cache still showed the old; and on each container's name and
+// current image, so that an image someone else changed in the meantime, or a
+// reordered container list, fails the whole patch instead of being overwritten.
+func swapPatch(uid types.UID, swaps []decision.Swap) ([]byte, error) {
+	ops := []jsonPatchOp{{Op: "test", Path: "/metadata/uid", Value: uid}}
 	for _, s := range swaps {
 		base := fmt.Sprintf("/spec/containers/%d", s.Index)
 		ops = append(ops,
@@ -34,7 +36,7 @@ func swapPatch(swaps []decision.Swap) ([]byte, error) {
 }
 
 // settlePatch sets a terminal phase and the SidecarTerminated condition,
-// guarded by a test of the phase the decision saw.
+// guarded by tests of the pod's UID and of the phase the decision saw.
 func settlePatch(pod *corev1.Pod, phase corev1.PodPhase, now time.Time) ([]byte, error) {
 	cond := corev1.PodCondition{
 		Type:               decision.ConditionSidecarTerminated,
@@ -44,6 +46,7 @@ func settlePatch(pod *corev1.Pod, phase corev1.PodPhase, now time.Time) ([]byte,
 		Message:            "the main containers are done; the phase was settled before stopping the ignore-exit-code sidecars",
 	}
 	ops := []jsonPatchOp{
+		{Op: "test", Path: "/metadata/uid", Value: pod.UID},
 		{Op: "test", Path: "/status/phase", Value: pod.Status.Phase},
 		{Op: "replace", Path: "/status/phase", Value: phase},
 	}

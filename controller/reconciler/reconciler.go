@@ -230,7 +230,7 @@ func (r *Reconciler) send(ctx context.Context, pod *corev1.Pod, a decision.Actio
 	case decision.ActionCreateCRR:
 		return r.write.CreateCRR(ctx, r.newCRR(pod, a))
 	case decision.ActionSwapImage:
-		patch, err := swapPatch(a.Swaps)
+		patch, err := swapPatch(pod.UID, a.Swaps)
 		if err != nil {
 			return err
 		}
