@@ -1,0 +1,60 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/cache"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/sidecar-terminator/sidecar-terminator/controller/podtest"
+	"github.com/sidecar-terminator/sidecar-terminator/controller/reconciler"
+)
+
+type nopWriter struct{}
+
+func (nopWriter) CreateCRR(context.Context, *kruisev1alpha1.ContainerRecreateRequest) error {
+	return nil
+}
+func (nopWriter) PatchPod(context.Context, string, string, []byte) error       { return nil }
+func (nopWriter) PatchPodStatus(context.Context, string, string, []byte) error { return nil }
+
+type nopRecorder struct{}
+
+func (nopRecorder) Event(runtime.Object, string, string, string) {}
+
+// BenchmarkSyncWithRunningPods shows the cost of one Sync as a function of
+// how many running Job pods the reconciler remembers. It grows linearly:
+// Reconciler.track and forget recount the pods-tracked gauge by scanning
+// every remembered pod on every Sync, so a controller watching N pods does
+// O(N) work per event and O(N^2) overall (half the CPU of a 100k-pod run).
+func BenchmarkSyncWithRunningPods(b *testing.B) {
+	for _, n := range []int{1000, 4000, 16000} {
+		b.Run(fmt.Sprintf("pods=%d", n), func(b *testing.B) {
+			c := &Cache{pods: map[cache.ObjectName]*corev1.Pod{}, nodes: map[string]map[string]string{"node-1": {}}}
+			keys := make([]cache.ObjectName, n)
+			for i := range keys {
+				pod := podtest.Pod(fmt.Sprintf("p%d", i)).Container("main").Container("other").Build()
+				keys[i] = cache.ObjectName{Namespace: pod.Namespace, Name: pod.Name}
+				c.pods[keys[i]] = pod
+			}
+			r := reconciler.New(reconciler.DefaultConfig(), c, nopWriter{}, nopRecorder{}, nil, clocktesting.NewFakePassiveClock(Epoch))
+			ctx := New(Scenario{}, 1, Options{}).ctx
+			for _, k := range keys {
+				if _, err := r.Sync(ctx, k); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, err := r.Sync(ctx, keys[i%n]); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
