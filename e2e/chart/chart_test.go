@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -88,11 +89,17 @@ func TestChartOnLocalCluster(t *testing.T) {
 		}
 	})
 
-	// The image users run, for this host's architecture, imported into the
-	// node's containerd: the chart's pod must not pull.
+	// The image users run, in the release format (an OCI layout holding an
+	// image index, what kind load image-archive reads), for this host's
+	// architecture only to keep the build short, imported into the node's
+	// containerd: the chart's pod must not pull.
 	t0 := time.Now()
-	tar, err := oci.WriteTarball(ctx, root, t.TempDir(), images.Controller)
+	idx, err := oci.BuildIndex(ctx, root, images.Controller, []string{runtime.GOARCH})
 	if err != nil {
+		t.Fatal(err)
+	}
+	tar := filepath.Join(t.TempDir(), "controller.tar")
+	if err := oci.WriteIndexTarball(tar, images.Controller.Ref, idx); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Node.ImportImages(ctx, tar); err != nil {
