@@ -136,9 +136,9 @@ func ldflagsFor(ctx context.Context, toolsDir, name, version string) (string, er
 func goCmd(ctx context.Context, dir string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = dir
-	// The tools module is built as it is pinned: no workspace, no vendoring
-	// from the parent module.
-	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
+	// The tool's module is built exactly as pinned: no workspace, and the
+	// default -mod=readonly fails rather than edit its go.mod or go.sum.
+	cmd.Env = append(os.Environ(), "GOWORK=off")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("go %s: %w: %s", strings.Join(args, " "), err, out)
