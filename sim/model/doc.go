@@ -9,5 +9,22 @@
 // an argument and every transition is data (when, what), so the simulator and
 // the virtual-kubelet mock node run the very same lifecycle, one in virtual
 // time against an in-memory world, the other in real time against an API
-// server. It depends on nothing else under sim/.
+// server. It depends on nothing else under sim/; what a container does comes
+// from the workload image's argv (images/workload/spec), read in
+// ParseBehaviour only.
+//
+// A node plays a pod like this (the mock node's provider maps onto it
+// directly: CreatePod → NewPod, UpdatePod → SetImage per container,
+// DeletePod → Delete, GetPodStatus → Status):
+//
+//	p, err := model.NewPod(pod, cfg)     // nothing runs yet
+//	p.Advance(now)                        // apply what is due, react like a kubelet
+//	if p.Version() != published { publish(p.Status()) }
+//	wakeAt := p.NextWake()                // call Advance again then (zero: nothing scheduled)
+//	p.SetImage("proxy", quickExit, now)   // the spec's image changed: restart the container
+//	p.Stop("proxy", now)                  // kruise-daemon's CRR: SIGTERM, SIGKILL after grace
+//	p.Delete(now); p.Gone()               // graceful deletion
+//
+// A Pod is not safe for concurrent use: the caller serialises calls, as the
+// simulator's single loop does and a provider's lock would.
 package model

@@ -44,27 +44,7 @@ func (c *Container) status() corev1.ContainerStatus {
 // phase is the kubelet's getPhase over the model's containers, with the pod
 // terminal once no container will run again.
 func (p *Pod) phase() corev1.PodPhase {
-	var pendingInit, failedInit, pendingNative int
-	for _, c := range p.Init {
-		switch {
-		case c.Kind == KindNativeSidecar:
-			if c.State == Waiting && c.Last == nil {
-				pendingNative++
-			}
-		case c.State == Running:
-			pendingInit++
-		case c.State == Terminated:
-			if c.ExitCode != 0 {
-				failedInit++
-			}
-		case c.Last != nil:
-			if c.Last.ExitCode != 0 {
-				failedInit++
-			}
-		default:
-			pendingInit++
-		}
-	}
+	pendingInit, failedInit, pendingNative := p.initCounts()
 	var running, waiting, stopped, succeeded int
 	for _, c := range p.Init {
 		if c.Kind == KindNativeSidecar && c.State == Running {
@@ -110,6 +90,32 @@ func (p *Pod) phase() corev1.PodPhase {
 		return corev1.PodRunning // OnFailure: a failed container is restarting
 	}
 	return corev1.PodPending
+}
+
+// initCounts counts, as getPhase does, init containers still to complete,
+// init containers that failed, and native sidecars not started yet.
+func (p *Pod) initCounts() (pendingInit, failedInit, pendingNative int) {
+	for _, c := range p.Init {
+		switch {
+		case c.Kind == KindNativeSidecar:
+			if c.State == Waiting && c.Last == nil {
+				pendingNative++
+			}
+		case c.State == Running:
+			pendingInit++
+		case c.State == Terminated:
+			if c.ExitCode != 0 {
+				failedInit++
+			}
+		case c.Last != nil:
+			if c.Last.ExitCode != 0 {
+				failedInit++
+			}
+		default:
+			pendingInit++
+		}
+	}
+	return pendingInit, failedInit, pendingNative
 }
 
 // terminal reports whether no container of the pod will run again.

@@ -44,24 +44,10 @@ func main() {
 	if *soakPods > 0 {
 		os.Exit(soak(*seed, *soakPods, *pods))
 	}
-	var scenarios []sim.Scenario
-	switch *scenario {
-	case "all":
-		scenarios = sim.Scenarios
-	case "soak":
-		// A soak run's scenario is drawn from its seed: replay one at a time.
-		perRun := *pods
-		if perRun == 0 {
-			perRun = soakPodsPerRun
-		}
-		scenarios = []sim.Scenario{sim.SoakScenario(*seed, perRun)}
-	default:
-		sc, err := sim.Lookup(*scenario)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(2)
-		}
-		scenarios = []sim.Scenario{sc}
+	scenarios, err := pick(*scenario, *seed, *pods)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
 	}
 	opts := sim.Options{Pods: *pods, TracePod: *tracePod}
 	if *trace || *tracePod != "" {
@@ -83,6 +69,25 @@ func main() {
 	if failed {
 		os.Exit(1)
 	}
+}
+
+// pick returns the scenarios a run asked for by name.
+func pick(name string, seed uint64, pods int) ([]sim.Scenario, error) {
+	switch name {
+	case "all":
+		return sim.Scenarios, nil
+	case "soak":
+		// A soak run's scenario is drawn from its seed: replay one at a time.
+		if pods == 0 {
+			pods = soakPodsPerRun
+		}
+		return []sim.Scenario{sim.SoakScenario(seed, pods)}, nil
+	}
+	sc, err := sim.Lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	return []sim.Scenario{sc}, nil
 }
 
 // soak sweeps seeds over random-fault scenarios until target pods ran.
