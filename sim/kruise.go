@@ -5,6 +5,7 @@ import (
 	"time"
 
 	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -31,6 +32,11 @@ func (w *World) admitCRR(in *kruisev1alpha1.ContainerRecreateRequest) (*kruisev1
 	if e == nil {
 		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("pod %s not found", in.Spec.PodName))
 	}
+	// As kruise's mutating webhook: the pod is whichever has the name now,
+	// it must be active, and each target must have a container ID.
+	if p := e.obj; p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		return nil, nil, apierrors.NewBadRequest("not allowed to recreate containers in an inactive Pod")
+	}
 	crr := in.DeepCopy()
 	statuses := map[string]int{}
 	for i, s := range e.obj.Status.ContainerStatuses {
@@ -42,6 +48,9 @@ func (w *World) admitCRR(in *kruisev1alpha1.ContainerRecreateRequest) (*kruisev1
 			return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("container %s has no status in pod %s", c.Name, e.obj.Name))
 		}
 		st := e.obj.Status.ContainerStatuses[idx]
+		if st.ContainerID == "" {
+			return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("no containerID in %s containerStatus, maybe the container has not been initialized", c.Name))
+		}
 		crr.Spec.Containers[i].StatusContext = &kruisev1alpha1.ContainerRecreateRequestContainerContext{ContainerID: st.ContainerID, RestartCount: st.RestartCount}
 	}
 	if crr.Annotations == nil {

@@ -185,10 +185,10 @@ var Scenarios = []Scenario{
 				return t
 			}()}},
 	{Name: "pod-recreated-same-name-crr", Purpose: "the same with a CRR: kruise resolves the CRR's podName to the new pod",
-		Faults: Faults{CacheLag: 2 * time.Second}, Nodes: normalNodes, Templates: []Template{
+		Faults: Faults{CacheLag: 6 * time.Second}, Nodes: normalNodes, Templates: []Template{
 			func() Template {
 				t := never("same-name-crr", job(), sidecar("proxy", "exit:0", markCRR))
-				t.DeleteAfterMainsDone, t.Recreate = Range{0, 500 * time.Millisecond}, true
+				t.DeleteAfterMainsDone, t.Recreate, t.Grace = Range{0, 500 * time.Millisecond}, true, 1
 				return t
 			}()}},
 }
