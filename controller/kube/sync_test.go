@@ -78,7 +78,7 @@ func (f *fixture) setPod(p *corev1.Pod) {
 	}
 }
 
-// sync runs one Sync and returns the writes it made.
+// sync runs one Sync and returns the writes it made (reads aside).
 func (f *fixture) sync(name string) []k8stesting.Action {
 	f.t.Helper()
 	f.client.ClearActions()
@@ -86,7 +86,15 @@ func (f *fixture) sync(name string) []k8stesting.Action {
 	if _, err := f.rec.Sync(context.Background(), cache.ObjectName{Namespace: "default", Name: name}); err != nil {
 		f.t.Fatalf("Sync: %v", err)
 	}
-	return append(f.client.Actions(), f.kruise.Actions()...)
+	var writes []k8stesting.Action
+	for _, a := range append(f.client.Actions(), f.kruise.Actions()...) {
+		switch a.GetVerb() {
+		case "get", "list", "watch":
+		default:
+			writes = append(writes, a)
+		}
+	}
+	return writes
 }
 
 func (f *fixture) drainEvents() []string {
@@ -299,5 +307,27 @@ func TestSwapNeverLandsOnANewPodOfTheSameName(t *testing.T) {
 	server, _ := f.client.CoreV1().Pods("default").Get(context.Background(), "same-name", metav1.GetOptions{})
 	if server.Spec.Containers[1].Image == quickExit {
 		t.Fatalf("the new pod's sidecar was swapped while its main runs")
+	}
+}
+
+// The same for a CRR: kruise would resolve the name to the new pod, so the
+// writer checks the pod's UID live and creates nothing.
+func TestCRRNeverTargetsANewPodOfTheSameName(t *testing.T) {
+	old := jobPod("same-name", podtest.Env(decision.EnvTerminate, "true")).UID("old-uid").Build()
+	f := newFixture(t, []*corev1.Pod{old}, normalNode)
+	replacement := podtest.Pod("same-name").UID("new-uid").Container("main").
+		Container("log", podtest.Env(decision.EnvTerminate, "true")).Build()
+	if err := f.client.Tracker().Update(corev1.SchemeGroupVersion.WithResource("pods"), replacement, "default"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.rec.Sync(context.Background(), cache.ObjectName{Namespace: "default", Name: "same-name"}); err == nil {
+		t.Fatalf("Sync created a CRR for a pod whose UID differs from the one decided on")
+	}
+	list, _ := f.kruise.AppsV1alpha1().ContainerRecreateRequests("default").List(context.Background(), metav1.ListOptions{})
+	if len(list.Items) != 0 {
+		t.Fatalf("a CRR was created: %v", list.Items[0].Name)
+	}
+	if got := counterValue(t, f.metrics, "ContainerRecreateRequest", reconciler.ResultStale); got != 1 {
+		t.Errorf("stale count = %v, want 1", got)
 	}
 }

@@ -2,9 +2,11 @@ package kube
 
 import (
 	"context"
+	"fmt"
 
 	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
 	kruiseclient "github.com/openkruise/kruise-api/client/clientset/versioned"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -21,8 +23,21 @@ type Writer struct {
 	Kruise kruiseclient.Interface
 }
 
+// CreateCRR reads the pod live first: the cache may still show a pod that was
+// replaced by another of the same name, and kruise would act on the new one.
+// The read narrows that window from the cache's lag to one round trip; what
+// is left is closed by the CRR's owner reference, which lets the garbage
+// collector delete a CRR whose pod is gone.
 func (w Writer) CreateCRR(ctx context.Context, crr *kruisev1alpha1.ContainerRecreateRequest) error {
-	_, err := w.Kruise.AppsV1alpha1().ContainerRecreateRequests(crr.Namespace).Create(ctx, crr, metav1.CreateOptions{FieldManager: FieldManager})
+	pod, err := w.Client.CoreV1().Pods(crr.Namespace).Get(ctx, crr.Spec.PodName, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	if len(crr.OwnerReferences) == 0 || pod.UID != crr.OwnerReferences[0].UID {
+		return apierrors.NewConflict(kruisev1alpha1.Resource("containerrecreaterequests"), crr.Name,
+			fmt.Errorf("pod %s/%s is now a different pod (UID %s)", pod.Namespace, pod.Name, pod.UID))
+	}
+	_, err = w.Kruise.AppsV1alpha1().ContainerRecreateRequests(crr.Namespace).Create(ctx, crr, metav1.CreateOptions{FieldManager: FieldManager})
 	return err
 }
 

@@ -22,6 +22,10 @@ type Reader interface {
 
 // Writer is how the controller changes the cluster: in production, API calls.
 type Writer interface {
+	// CreateCRR creates the CRR unless the pod it is owned by (by UID) is gone:
+	// kruise resolves spec.podName to whichever pod has that name when the
+	// CRR is admitted, so a CRR for a pod replaced under the same name would
+	// stop the new pod's sidecars. It returns a Conflict error then.
 	CreateCRR(ctx context.Context, crr *kruisev1alpha1.ContainerRecreateRequest) error
 	// PatchPod applies a JSON patch (RFC 6902) to the pod.
 	PatchPod(ctx context.Context, namespace, name string, jsonPatch []byte) error
