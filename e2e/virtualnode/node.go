@@ -27,11 +27,11 @@ import (
 
 // The node's identity as the controller and the Jobs see it.
 const (
-	LabelType    = "type"
-	LabelValue   = "virtual-kubelet"
-	TaintKey     = "virtual-kubelet.io/provider"
-	TaintValue   = "mock"
-	KubeletLabel = "v1.35.4-mock"
+	LabelType      = "type"
+	LabelValue     = "virtual-kubelet"
+	TaintKey       = "virtual-kubelet.io/provider"
+	TaintValue     = "mock"
+	KubeletVersion = "v1.35.4-mock"
 )
 
 var (
@@ -143,7 +143,7 @@ func withSpec(name string, cfg Config) nodeutil.NodeOpt {
 			corev1.ResourcePods:   resource.MustParse(pods),
 		}
 		n.Status.Capacity, n.Status.Allocatable = capacity, capacity.DeepCopy()
-		n.Status.NodeInfo = corev1.NodeSystemInfo{KubeletVersion: KubeletLabel, OperatingSystem: "linux", Architecture: runtime.GOARCH}
+		n.Status.NodeInfo = corev1.NodeSystemInfo{KubeletVersion: KubeletVersion, OperatingSystem: "linux", Architecture: runtime.GOARCH}
 		n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: name}}
 		if ip := cfg.Provider.NodeIP; ip != "" {
 			n.Status.Addresses = append(n.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: ip})

@@ -130,7 +130,7 @@ func (p *Provider) CreatePod(_ context.Context, pod *corev1.Pod) error {
 	// status per container.
 	p.pods[key(pod.Namespace, pod.Name)] = &entry{pod: pod, rt: rt, started: metav1.NewTime(now), published: math.MaxUint64}
 	p.mu.Unlock()
-	p.log.Info("create pod", "pod", klogKey(pod))
+	p.log.Info("create pod", "pod", podKey(pod))
 	p.wake()
 	return nil
 }
@@ -165,7 +165,7 @@ func (p *Provider) UpdatePod(ctx context.Context, pod *corev1.Pod) error {
 	e.pod = pod
 	e.pod.Status = status // the API's status at create; ours is computed
 	p.mu.Unlock()
-	p.log.Info("update pod", "pod", klogKey(pod), "restarted", restarted)
+	p.log.Info("update pod", "pod", podKey(pod), "restarted", restarted)
 	p.wake()
 	return nil
 }
@@ -185,7 +185,7 @@ func (p *Provider) DeletePod(_ context.Context, pod *corev1.Pod) error {
 		e.rt.Delete(now)
 	}
 	p.mu.Unlock()
-	p.log.Info("delete pod", "pod", klogKey(pod))
+	p.log.Info("delete pod", "pod", podKey(pod))
 	p.wake()
 	return nil
 }
@@ -294,4 +294,4 @@ func (p *Provider) Tick() time.Time {
 	return next
 }
 
-func klogKey(pod *corev1.Pod) string { return pod.Namespace + "/" + pod.Name }
+func podKey(pod *corev1.Pod) string { return pod.Namespace + "/" + pod.Name }
