@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
 	kruisefake "github.com/openkruise/kruise-api/client/clientset/versioned/fake"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -329,5 +330,25 @@ func TestCRRNeverTargetsANewPodOfTheSameName(t *testing.T) {
 	}
 	if got := counterValue(t, f.metrics, "ContainerRecreateRequest", reconciler.ResultStale); got != 1 {
 		t.Errorf("stale count = %v, want 1", got)
+	}
+}
+
+func TestPodsTrackedGaugeFollowsPods(t *testing.T) {
+	running := podtest.Pod("running").Container("main").Container("log", podtest.Env(decision.EnvTerminate, "true")).Build()
+	plain := podtest.Pod("plain").Container("main").Build()
+	f := newFixture(t, []*corev1.Pod{running, plain}, normalNode)
+	gauge := func() float64 { return testutil.ToFloat64(f.metrics.PodsTracked) }
+	f.sync("running")
+	f.sync("plain")
+	f.sync("running") // a second sync of the same pod counts it once
+	if gauge() != 1 {
+		t.Fatalf("pods tracked = %v, want 1", gauge())
+	}
+	if err := f.caches.PodInformer.GetIndexer().Delete(running); err != nil {
+		t.Fatal(err)
+	}
+	f.sync("running")
+	if gauge() != 0 {
+		t.Fatalf("pods tracked after the pod left = %v, want 0", gauge())
 	}
 }

@@ -22,6 +22,9 @@ func (r *Reconciler) memory(key cache.ObjectName, uid types.UID) *podMemory {
 	defer r.mu.Unlock()
 	m := r.pods[key]
 	if m == nil || m.uid != uid {
+		if m != nil && m.tracked {
+			r.tracked--
+		}
 		m = &podMemory{uid: uid, warned: map[string]bool{}, failed: map[string]bool{}}
 		r.pods[key] = m
 	}
@@ -31,28 +34,30 @@ func (r *Reconciler) memory(key cache.ObjectName, uid types.UID) *podMemory {
 func (r *Reconciler) forget(key cache.ObjectName) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if m := r.pods[key]; m != nil && m.tracked {
+		r.tracked--
+	}
 	delete(r.pods, key)
-	r.metrics.PodsTracked.Set(float64(r.trackedLocked()))
+	r.metrics.PodsTracked.Set(float64(r.tracked))
 }
 
 // track keeps the pods-tracked gauge: pods with sidecars still to stop or being stopped.
 func (r *Reconciler) track(key cache.ObjectName, v decision.Verdict) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if m := r.pods[key]; m != nil {
-		m.tracked = v == decision.VerdictMainsActive || v == decision.VerdictAct || v == decision.VerdictInProgress || v == decision.VerdictNoPath
+	m := r.pods[key]
+	if m == nil {
+		return
 	}
-	r.metrics.PodsTracked.Set(float64(r.trackedLocked()))
-}
-
-func (r *Reconciler) trackedLocked() int {
-	n := 0
-	for _, m := range r.pods {
-		if m.tracked {
-			n++
-		}
+	tracked := v == decision.VerdictMainsActive || v == decision.VerdictAct || v == decision.VerdictInProgress || v == decision.VerdictNoPath
+	switch {
+	case tracked && !m.tracked:
+		r.tracked++
+	case !tracked && m.tracked:
+		r.tracked--
 	}
-	return n
+	m.tracked = tracked
+	r.metrics.PodsTracked.Set(float64(r.tracked))
 }
 
 // expect remembers a write before it is sent.

@@ -62,8 +62,9 @@ type Reconciler struct {
 	metrics *Metrics
 	clock   clock.PassiveClock
 
-	mu   sync.Mutex
-	pods map[cache.ObjectName]*podMemory
+	mu      sync.Mutex
+	pods    map[cache.ObjectName]*podMemory
+	tracked int // pods whose memory says tracked: kept, not recounted, so a sync stays O(1)
 }
 
 // podMemory is what the reconciler remembers of one pod between syncs. It is
