@@ -40,6 +40,12 @@ func (w *apiWriter) CreateCRR(_ context.Context, crr *kruisev1alpha1.ContainerRe
 		names = append(names, c.Name)
 	}
 	return w.write(MethodCRR, crr.Spec.PodName, fmt.Sprintf("%s %v", crr.Name, names), func() error {
+		// As the controller's kube.Writer: the pod is read live and a CRR
+		// for a pod replaced under the same name is refused.
+		e := s.world.pods[cache.ObjectName{Namespace: crr.Namespace, Name: crr.Spec.PodName}]
+		if e != nil && (len(crr.OwnerReferences) == 0 || e.obj.UID != crr.OwnerReferences[0].UID) {
+			return apierrors.NewConflict(crrResource, crr.Name, fmt.Errorf("pod %s is now a different pod", crr.Spec.PodName))
+		}
 		_, _, err := s.world.admitCRR(crr)
 		return err
 	})

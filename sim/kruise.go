@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
+
 	"fmt"
 	"time"
 
@@ -34,7 +36,10 @@ func (w *World) admitCRR(in *kruisev1alpha1.ContainerRecreateRequest) (*kruisev1
 	}
 	// As kruise's mutating webhook: the pod is whichever has the name now,
 	// it must be active, and each target must have a container ID.
-	if p := e.obj; p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+	// A terminal pod is allowed when a sidecar terminator settled its phase
+	// (condition SidecarTerminated), as kruise's webhook allows it.
+	if p := e.obj; p.DeletionTimestamp != nil ||
+		(p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed) && !decision.HasSidecarTerminatedCondition(p) {
 		return nil, nil, apierrors.NewBadRequest("not allowed to recreate containers in an inactive Pod")
 	}
 	crr := in.DeepCopy()

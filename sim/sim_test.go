@@ -13,10 +13,9 @@ import (
 // knownBugs are scenarios that find a real controller bug; they are run by
 // TestKnownControllerBugs instead of failing every run of the suite.
 var knownBugs = map[string]string{
-	// Patches were fixed by testing /metadata/uid (397cc54); a CRR has no
-	// such precondition: kruise's webhook binds spec.podName to whichever pod
-	// has that name when the CRR is created.
-	"pod-recreated-same-name-crr": "a CRR decided on a pod that was since replaced by one of the same name stops the new pod's sidecar",
+	// None now. Patches were fixed by testing /metadata/uid; a CRR, which
+	// kruise binds to whichever pod has the name, by the writer reading the
+	// pod live and refusing a changed UID.
 }
 
 func TestScenarios(t *testing.T) {
