@@ -1,0 +1,143 @@
+package chart
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	authv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/sidecar-terminator/sidecar-terminator/e2e/cluster"
+	"github.com/sidecar-terminator/sidecar-terminator/hack/toolbin"
+	"github.com/sidecar-terminator/sidecar-terminator/images"
+	"github.com/sidecar-terminator/sidecar-terminator/images/oci"
+)
+
+// The kind suites run the mock node under the RBAC of kind/mock-node. Here
+// the same chart is installed into a real apiserver and the mock node runs
+// with its ServiceAccount's token: it must register its node and play a pod
+// through an image swap without one forbidden call.
+func TestMockNodeChartRBAC(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts etcd and kube-apiserver; skipped with -short")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	root, err := oci.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	helm, err := toolbin.Path(ctx, "helm")
+	if err != nil {
+		t.Fatalf("build helm: %v", err)
+	}
+	bin, err := cluster.BuildMockNode(ctx, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := cluster.StartControlPlane(ctx, cluster.Options{Logf: t.Logf})
+	if err != nil {
+		t.Fatalf("start control plane: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := cp.Stop(); err != nil {
+			t.Errorf("stop control plane: %v", err)
+		}
+	})
+	if out, err := exec.CommandContext(ctx, helm, "install", "mock-node", filepath.Join(root, "kind", "mock-node"),
+		"--kubeconfig", cp.Kubeconfig, "--namespace", "mock-node", "--create-namespace").CombinedOutput(); err != nil {
+		t.Fatalf("helm install: %v\n%s", err, out)
+	}
+	cs := kubernetes.NewForConfigOrDie(cp.RestConfig)
+	tr, err := cs.CoreV1().ServiceAccounts("mock-node").CreateToken(ctx, "mock-node", &authv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: cp.RestConfig.Host, CertificateAuthorityData: cp.RestConfig.CAData}
+	kc.AuthInfos["mock-node"] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
+	kc.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "mock-node"}
+	kc.CurrentContext = "c"
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	logPath := filepath.Join(dir, "mock-node.log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mn := exec.Command(bin, "--kubeconfig", kubeconfig, "--nodes", "mock-virtual-node")
+	mn.Stdout, mn.Stderr = logf, logf
+	if err := mn.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mn.Process.Kill(); _ = mn.Wait(); logf.Close() })
+
+	waitFor := func(what string, cond func(context.Context) (bool, error)) {
+		t.Helper()
+		if err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, cond); err != nil {
+			logs, _ := os.ReadFile(logPath)
+			t.Fatalf("%s: %v\nmock-node log:\n%s", what, err, logs)
+		}
+	}
+	waitFor("node Ready", func(ctx context.Context) (bool, error) {
+		n, err := cs.CoreV1().Nodes().Get(ctx, "mock-virtual-node", metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "swap", Namespace: "default"}, Spec: corev1.PodSpec{
+		NodeName: "mock-virtual-node", RestartPolicy: corev1.RestartPolicyNever,
+		Tolerations: []corev1.Toleration{{Key: "virtual-kubelet.io/provider", Operator: corev1.TolerationOpExists}},
+		Containers: []corev1.Container{
+			{Name: "main", Image: images.Workload.Ref, Args: []string{"main", "--seconds", "1", "--exit-code", "0"}},
+			{Name: "proxy", Image: images.Workload.Ref, Args: []string{"sidecar", "--on-sigterm", "exit:0"}},
+		}}}
+	if _, err := cs.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("main terminated", func(ctx context.Context) (bool, error) {
+		p, err := cs.CoreV1().Pods("default").Get(ctx, "swap", metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		for _, s := range p.Status.ContainerStatuses {
+			if s.Name == "main" && s.State.Terminated != nil {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	// What the controller does on a virtual node.
+	patch := `[{"op":"replace","path":"/spec/containers/1/image","value":"` + images.QuickExit.Ref + `"}]`
+	if _, err := cs.CoreV1().Pods("default").Patch(ctx, "swap", types.JSONPatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("pod Succeeded", func(ctx context.Context) (bool, error) {
+		p, err := cs.CoreV1().Pods("default").Get(ctx, "swap", metav1.GetOptions{})
+		return err == nil && p.Status.Phase == corev1.PodSucceeded, nil
+	})
+	logs, _ := os.ReadFile(logPath)
+	if n := strings.Count(strings.ToLower(string(logs)), "forbidden"); n > 0 {
+		t.Errorf("%d forbidden calls under the chart's RBAC:\n%s", n, logs)
+	}
+}
