@@ -51,7 +51,7 @@ func JobFeatures() []features.Feature {
 		// classify init containers at all.
 		JobFeature("Native sidecar: stopped by the kubelet, no CRR",
 			JobSpec{Name: "native-sidecar", RestartPolicy: never, Containers: []Container{Main("main", 2, 0)}, NativeSidecars: []Container{Sidecar("native", "exit:0", false)}},
-			Expect{Job: batchv1.JobComplete, Phase: corev1.PodSucceeded, ExitCodes: map[string]int32{"main": 0}, CRRContainers: nil, Event: false}),
+			Expect{Job: batchv1.JobComplete, Phase: corev1.PodSucceeded, ExitCodes: map[string]int32{"main": 0}, InitExitCodes: map[string]int32{"native": 0}, CRRContainers: nil, Event: false}),
 		UnmarkedSidecarFeature(),
 	}
 	out := make([]features.Feature, len(fs))

@@ -26,6 +26,8 @@ type Expect struct {
 	Phase corev1.PodPhase
 	// ExitCodes of regular containers once terminated.
 	ExitCodes map[string]int32
+	// InitExitCodes of init containers (native sidecars) once terminated.
+	InitExitCodes map[string]int32
 	// CRRContainers the one CRR must name; nil means no CRR may ever exist.
 	CRRContainers []string
 	// Event: a SidecarTerminating event on the pod.
@@ -180,6 +182,17 @@ func (o *Observation) Check(t *testing.T, want Expect) {
 	for name, code := range want.ExitCodes {
 		if got, ok := ExitCode(o.Pod, name); !ok || got != code {
 			t.Errorf("container %s: exit code %d (terminated %v), want %d (%s)", name, got, ok, code, o)
+		}
+	}
+	for name, code := range want.InitExitCodes {
+		var got *corev1.ContainerStateTerminated
+		for _, s := range o.Pod.Status.InitContainerStatuses {
+			if s.Name == name {
+				got = s.State.Terminated
+			}
+		}
+		if got == nil || got.ExitCode != code {
+			t.Errorf("init container %s: terminated %+v, want exit code %d", name, got, code)
 		}
 	}
 	switch {
