@@ -19,7 +19,7 @@ test: lint build ## Everything: unit tests, simulator, real API server and real-
 	@# One e2e package at a time: a real node uses host-wide paths (cni0, /hostvarrun, the kubelet's device-plugin socket).
 	$(GO) test -count=1 -p 1 -timeout 60m ./e2e/...
 
-lint: ## go vet and gofmt.
+lint: lint-workflows ## go vet, gofmt and actionlint.
 	$(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
