@@ -57,10 +57,21 @@ func Decide(in Input) Plan {
 		// Ignore-exit-code sidecars wait until the others have terminated:
 		// the phase is settled only then.
 		return plan.kill(in, regular)
+	case len(ignoring) > 0 && !settled:
+		// Settle the phase and nothing else: the kubelet stops the containers
+		// of a pod whose phase is terminal, and keeps the phase. Stopping them
+		// ourselves in the same breath races the kubelet's own pending status
+		// write, which may still carry phase Running: a sidecar killed then
+		// fails the pod (seen on the real node).
+		plan.Actions = append(plan.Actions, Action{Kind: ActionSettlePhase,
+			Containers: names(ignoring), Phase: settledPhase(mains)})
+		return plan.with(VerdictAct, "the main containers are done: "+describeActions(plan.Actions))
 	case len(ignoring) > 0:
-		if !settled {
-			plan.Actions = append(plan.Actions, Action{Kind: ActionSettlePhase,
-				Containers: names(ignoring), Phase: settledPhase(mains)})
+		// Settled: the kubelet should stop them within the pod's grace
+		// period. Past it, stop them ourselves.
+		if wait := settledGraceEnd(pod).Sub(in.Now); wait > 0 {
+			plan.RequeueAfter = wait
+			return plan.with(VerdictInProgress, fmt.Sprintf("the phase is settled; waiting %s for the kubelet to stop ignore-exit-code sidecars %v", wait.Round(time.Second), names(ignoring)))
 		}
 		return plan.kill(in, ignoring)
 	}
@@ -141,6 +152,25 @@ func settledPhase(mains []Container) corev1.PodPhase {
 		}
 	}
 	return corev1.PodSucceeded
+}
+
+// settledGrace is added to the pod's termination grace period before the
+// controller stops, itself, sidecars the kubelet should have stopped.
+const settledGrace = 10 * time.Second
+
+// settledGraceEnd is when the kubelet should have stopped the containers of
+// a pod whose phase this controller settled.
+func settledGraceEnd(pod *corev1.Pod) time.Time {
+	grace := int64(corev1.DefaultTerminationGracePeriodSeconds)
+	if pod.Spec.TerminationGracePeriodSeconds != nil {
+		grace = *pod.Spec.TerminationGracePeriodSeconds
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == ConditionSidecarTerminated {
+			return c.LastTransitionTime.Add(time.Duration(grace)*time.Second + settledGrace)
+		}
+	}
+	return time.Time{}
 }
 
 // HasSidecarTerminatedCondition reports whether this controller settled the pod's phase.

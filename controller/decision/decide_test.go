@@ -365,23 +365,33 @@ func TestDecide(t *testing.T) {
 				Container("proxy", markCRR, ignoreRC).Build(),
 			want: want{verdict: VerdictAct, actions: []Action{crrFor("p", 1, "log")}},
 		},
-		"ignore-exit-code: settle phase Succeeded, then stop": {
+		"ignore-exit-code: settle the phase Succeeded, nothing else (the kubelet stops the sidecar)": {
 			pod: podtest.Pod("p").Container("main", exited(0)).Container("log", markCRR, exited(143)).
 				Container("proxy", markCRR, ignoreRC).Build(),
 			want: want{verdict: VerdictAct, actions: []Action{
-				{Kind: ActionSettlePhase, Containers: []string{"proxy"}, Phase: corev1.PodSucceeded},
-				crrFor("p", 1, "proxy")}},
+				{Kind: ActionSettlePhase, Containers: []string{"proxy"}, Phase: corev1.PodSucceeded}}},
 		},
-		"ignore-exit-code with a failed main: settle phase Failed": {
+		"ignore-exit-code with a failed main: settle the phase Failed": {
 			pod:  podtest.Pod("p").Container("main", exited(3)).Container("proxy", markImage, ignoreRC).Build(),
 			node: virtual,
 			want: want{verdict: VerdictAct, actions: []Action{
-				{Kind: ActionSettlePhase, Containers: []string{"proxy"}, Phase: corev1.PodFailed},
-				swapOf(1, "proxy", img("proxy"))}},
+				{Kind: ActionSettlePhase, Containers: []string{"proxy"}, Phase: corev1.PodFailed}}},
 		},
-		"ignore-exit-code, phase already settled by us: stop the sidecar only": {
-			pod: podtest.Pod("p").Phase(corev1.PodSucceeded).Condition(ConditionSidecarTerminated, corev1.ConditionTrue).
+		"ignore-exit-code, kubelet reverted the phase to Running: settle again": {
+			pod: podtest.Pod("p").ConditionAt(ConditionSidecarTerminated, corev1.ConditionTrue, exitAt).
 				Container("main", exited(0)).Container("proxy", markCRR, ignoreRC).Build(),
+			want: want{verdict: VerdictAct, actions: []Action{
+				{Kind: ActionSettlePhase, Containers: []string{"proxy"}, Phase: corev1.PodSucceeded}}},
+		},
+		"ignore-exit-code, settled a moment ago: wait for the kubelet's grace period": {
+			pod: podtest.Pod("p").Phase(corev1.PodSucceeded).ConditionAt(ConditionSidecarTerminated, corev1.ConditionTrue, exitAt).
+				Container("main", exited(0)).Container("proxy", markCRR, ignoreRC).Build(),
+			want: want{verdict: VerdictInProgress, requeue: 39 * time.Second},
+		},
+		"ignore-exit-code, settled and the kubelet did not stop it: stop it ourselves": {
+			pod: podtest.Pod("p").Phase(corev1.PodSucceeded).ConditionAt(ConditionSidecarTerminated, corev1.ConditionTrue, exitAt).
+				Container("main", exited(0)).Container("proxy", markCRR, ignoreRC).Build(),
+			at:   exitAt.Add(41 * time.Second),
 			want: want{verdict: VerdictAct, actions: []Action{crrFor("p", 1, "proxy")}},
 		},
 		"ignore-exit-code, settled and stopped: done": {

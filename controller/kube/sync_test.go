@@ -239,17 +239,28 @@ func TestSyncWritesNothingWhileTheMainRuns(t *testing.T) {
 	}
 }
 
-func TestSyncSettlesThePhaseThenStopsIgnoreExitCodeSidecars(t *testing.T) {
+func TestSyncSettlesThePhaseThenStopsIgnoreExitCodeSidecarsOnlyIfTheKubeletDoesNot(t *testing.T) {
 	pod := jobPod("job-e", podtest.Env(decision.EnvTerminate, "true"), podtest.Env(decision.EnvIgnoreExitCode, "true")).
 		Condition(corev1.PodReady, corev1.ConditionFalse).Build()
 	f := newFixture(t, []*corev1.Pod{pod}, normalNode)
 	writes := f.sync("job-e")
-	if len(writes) != 2 || writes[0].GetSubresource() != "status" || writes[1].GetResource().Resource != "containerrecreaterequests" {
-		t.Fatalf("want a status patch then a CRR, got %v", writes)
+	if len(writes) != 1 || writes[0].GetSubresource() != "status" {
+		t.Fatalf("want one status patch, got %v", writes)
 	}
 	server, _ := f.client.CoreV1().Pods("default").Get(context.Background(), "job-e", metav1.GetOptions{})
 	if server.Status.Phase != corev1.PodSucceeded || !decision.HasSidecarTerminatedCondition(server) || len(server.Status.Conditions) != 2 {
 		t.Fatalf("status after the patch: %s %v", server.Status.Phase, server.Status.Conditions)
+	}
+	// Settled: the kubelet has the pod's grace period to stop the sidecar.
+	f.setPod(server)
+	if writes := f.sync("job-e"); len(writes) != 0 {
+		t.Fatalf("sync within the kubelet's grace period wrote %v", writes)
+	}
+	// It did not: the controller stops it.
+	f.clock.Step(time.Minute)
+	writes = f.sync("job-e")
+	if len(writes) != 1 || writes[0].GetResource().Resource != "containerrecreaterequests" {
+		t.Fatalf("want a CRR after the grace period, got %v", writes)
 	}
 }
 

@@ -23,7 +23,8 @@ func TrimPod(obj any) (any, error) {
 			ResourceVersion: pod.ResourceVersion, DeletionTimestamp: pod.DeletionTimestamp,
 			Annotations: ourAnnotations(pod.Annotations),
 		},
-		Spec: corev1.PodSpec{RestartPolicy: pod.Spec.RestartPolicy, NodeName: pod.Spec.NodeName},
+		Spec: corev1.PodSpec{RestartPolicy: pod.Spec.RestartPolicy, NodeName: pod.Spec.NodeName,
+			TerminationGracePeriodSeconds: pod.Spec.TerminationGracePeriodSeconds},
 		Status: corev1.PodStatus{
 			Phase:                 pod.Status.Phase,
 			ContainerStatuses:     trimStatuses(pod.Status.ContainerStatuses),
@@ -37,8 +38,13 @@ func TrimPod(obj any) (any, error) {
 		out.Spec.Containers = append(out.Spec.Containers, corev1.Container{Name: c.Name, Image: c.Image, Env: ourEnv(c.Env)})
 	}
 	for _, c := range pod.Status.Conditions {
-		// Type and status only: the settle patch needs to know whether the list is empty.
-		out.Status.Conditions = append(out.Status.Conditions, corev1.PodCondition{Type: c.Type, Status: c.Status})
+		// Type and status only (the settle patch needs to know whether the
+		// list is empty), and for ours when it was set.
+		trimmed := corev1.PodCondition{Type: c.Type, Status: c.Status}
+		if c.Type == decision.ConditionSidecarTerminated {
+			trimmed.LastTransitionTime = c.LastTransitionTime
+		}
+		out.Status.Conditions = append(out.Status.Conditions, trimmed)
 	}
 	return out, nil
 }

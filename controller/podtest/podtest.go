@@ -58,6 +58,12 @@ func (b *Builder) Condition(t corev1.PodConditionType, s corev1.ConditionStatus)
 	return b
 }
 
+// ConditionAt adds a condition that changed at the given time.
+func (b *Builder) ConditionAt(t corev1.PodConditionType, s corev1.ConditionStatus, at time.Time) *Builder {
+	b.pod.Status.Conditions = append(b.pod.Status.Conditions, corev1.PodCondition{Type: t, Status: s, LastTransitionTime: metav1.NewTime(at)})
+	return b
+}
+
 // Container adds a regular container, running unless an option says otherwise.
 func (b *Builder) Container(name string, opts ...Option) *Builder {
 	c, s := newContainer(name, opts)
