@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"os"
 	"strings"
 	"testing"
 
@@ -9,14 +8,6 @@ import (
 
 	"github.com/sidecar-terminator/sidecar-terminator/controller/reconciler"
 )
-
-// knownBugs are scenarios that find a real controller bug; they are run by
-// TestKnownControllerBugs instead of failing every run of the suite.
-var knownBugs = map[string]string{
-	// None now. Patches were fixed by testing /metadata/uid; a CRR, which
-	// kruise binds to whichever pod has the name, by the writer reading the
-	// pod live and refusing a changed UID.
-}
 
 func TestScenarios(t *testing.T) {
 	if len(Scenarios) < 20 {
@@ -26,9 +17,6 @@ func TestScenarios(t *testing.T) {
 		t.Run(sc.Name, func(t *testing.T) {
 			if sc.Purpose == "" {
 				t.Error("scenario has no purpose line")
-			}
-			if why, ok := knownBugs[sc.Name]; ok {
-				t.Skipf("finds a known controller bug (%s); see TestKnownControllerBugs", why)
 			}
 			for seed := uint64(1); seed <= 3; seed++ {
 				pods := 60
@@ -44,24 +32,6 @@ func TestScenarios(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-// TestKnownControllerBugs shows each known bug as a failing run. It is
-// skipped unless SIM_KNOWN_BUGS=1, so the suite stays green until the
-// controller is fixed; then drop the bug from knownBugs.
-func TestKnownControllerBugs(t *testing.T) {
-	if os.Getenv("SIM_KNOWN_BUGS") != "1" {
-		t.Skip("set SIM_KNOWN_BUGS=1 to run the scenarios that find known controller bugs")
-	}
-	for name := range knownBugs {
-		sc, err := Lookup(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r := New(sc, 1, Options{Pods: 100}).Run(); r.Violation != nil {
-			t.Errorf("%s", r.Violation)
-		}
 	}
 }
 
