@@ -158,6 +158,17 @@ func (s *Sim) kubeletSeeSpec(e *podEntry) {
 	s.kubeletSync(e)
 }
 
+// kubeletSeeFinished is the kubelet noticing that the API phase of the pod
+// became terminal without it: it stops the pod's containers.
+func (s *Sim) kubeletSeeFinished(e *podEntry) {
+	if e.gone || e.rt == nil {
+		return
+	}
+	s.trace.add(e.obj.Name, "kubelet sees phase %s: stops the pod's containers", e.obj.Status.Phase)
+	e.rt.Finish(s.now())
+	s.kubeletSync(e)
+}
+
 // jobController deletes a pod whose mains restarted more than its Job's
 // backoffLimit allows.
 func (s *Sim) jobController(e *podEntry) {

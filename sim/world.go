@@ -168,7 +168,13 @@ func (w *World) publishPod(e *podEntry, old *corev1.Pod) {
 	}
 	w.s.check.podChanged(e, old)
 	w.s.daemonPodChanged(e)
+	if old != nil && !terminalPhase(old.Status.Phase) && terminalPhase(e.obj.Status.Phase) && e.rt != nil && !e.rt.Terminal() {
+		// Someone else (the controller settling the phase) finished the pod.
+		w.s.after(w.s.jitter(e.node.kubeletLag, 0.5), func() { w.s.kubeletSeeFinished(e) })
+	}
 }
+
+func terminalPhase(p corev1.PodPhase) bool { return p == corev1.PodSucceeded || p == corev1.PodFailed }
 
 func (w *World) publishCRR(crr *kruisev1alpha1.ContainerRecreateRequest, deleted bool) {
 	for _, c := range w.s.ctrls {

@@ -98,7 +98,7 @@ func (c *Container) schedule(o op, at time.Time, code int32) {
 // and compute the phase. A terminal phase never changes again.
 func (p *Pod) sync(now time.Time) bool {
 	before := p.Phase
-	if p.deleting {
+	if p.deleting || p.finishing {
 		for _, c := range p.all() {
 			p.signal(c, now, p.Grace)
 			if c.op == opStart || c.op == opBackoff {

@@ -207,3 +207,13 @@ func TestParseBehaviour(t *testing.T) {
 		t.Errorf("no argv: %+v, %v; want a process that runs until SIGTERM and exits 0", b, err)
 	}
 }
+
+func TestFinishStopsEverything(t *testing.T) {
+	p := newPod(t, corev1.RestartPolicyOnFailure, ctr("main", "main", "--seconds", "5"), ctr("side", "sidecar", "--on-sigterm", "exit:1"))
+	runUntil(p, 10*time.Second)
+	p.Finish(t0.Add(10 * time.Second))
+	runUntil(p, time.Minute)
+	if c := p.Container("side"); c.State != Terminated || c.RestartCount != 0 || p.Gone() {
+		t.Errorf("side %s restarts %d gone %v; want stopped once, not restarted, the pod still there", c.State, c.RestartCount, p.Gone())
+	}
+}

@@ -72,7 +72,9 @@ type Pod struct {
 
 	cfg      Config
 	deleting bool
-	version  uint64 // bumped on every change a status would show
+	// finishing: the API says the pod is finished; nothing runs any more.
+	finishing bool
+	version   uint64 // bumped on every change a status would show
 }
 
 // Version changes whenever the status would: publish a new status only then.

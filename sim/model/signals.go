@@ -56,6 +56,15 @@ func (p *Pod) Delete(now time.Time) {
 	p.sync(now)
 }
 
+// Finish is the kubelet seeing the pod's phase made terminal by someone
+// else in the API (a controller settling it): it stops every container, as
+// for a deletion, but the pod object stays and Gone stays false.
+func (p *Pod) Finish(now time.Time) {
+	p.Advance(now)
+	p.finishing = true
+	p.sync(now)
+}
+
 // Gone reports whether a deleted pod has no container left running.
 func (p *Pod) Gone() bool {
 	if !p.deleting {
