@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"k8s.io/apimachinery/pkg/types"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -22,6 +24,8 @@ const (
 	MethodCRR    = "crr"
 	MethodSwap   = "swap"
 	MethodSettle = "settle"
+	// MethodAnnotate follows a settle: it wakes the kubelet.
+	MethodAnnotate = "annotate"
 )
 
 // apiWriter is the controller's API client: reconciler.Writer against the
@@ -53,6 +57,12 @@ func (w *apiWriter) CreateCRR(_ context.Context, crr *kruisev1alpha1.ContainerRe
 
 func (w *apiWriter) PatchPod(_ context.Context, namespace, name string, patch []byte) error {
 	return w.write(MethodSwap, name, string(patch), func() error { return w.s.world.patchPod(namespace, name, patch, false) })
+}
+
+// AnnotatePod sets the annotation on the pod with that UID; the simulated
+// kubelet gives it no meaning.
+func (w *apiWriter) AnnotatePod(_ context.Context, namespace, name string, uid types.UID, key, value string) error {
+	return w.write(MethodAnnotate, name, key+"="+value, func() error { return w.s.world.annotatePod(namespace, name, uid, key, value) })
 }
 
 func (w *apiWriter) PatchPodStatus(_ context.Context, namespace, name string, patch []byte) error {
@@ -95,6 +105,24 @@ var imagePath = regexp.MustCompile(`^/spec/containers/[0-9]+/image$`)
 // patchPod applies a JSON patch for real: test ops that fail refuse the whole
 // patch with 422 Invalid, as the API server does; on the pod only container
 // images may change; on the status subresource only the status is taken.
+// annotatePod sets one annotation, with the pod's UID as precondition.
+func (w *World) annotatePod(namespace, name string, uid types.UID, key, value string) error {
+	e := w.pods[cache.ObjectName{Namespace: namespace, Name: name}]
+	if e == nil {
+		return apierrors.NewNotFound(podsResource, name)
+	}
+	if e.obj.UID != uid {
+		return apierrors.NewConflict(podsResource, name, fmt.Errorf("uid %s is not %s", e.obj.UID, uid))
+	}
+	next := e.obj.DeepCopy()
+	if next.Annotations == nil {
+		next.Annotations = map[string]string{}
+	}
+	next.Annotations[key] = value
+	w.replacePod(e, next)
+	return nil
+}
+
 func (w *World) patchPod(namespace, name string, patch []byte, status bool) error {
 	e := w.pods[cache.ObjectName{Namespace: namespace, Name: name}]
 	if e == nil {

@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"k8s.io/apimachinery/pkg/types"
+
 	"context"
 	"fmt"
 	"testing"
@@ -22,6 +24,9 @@ func (nopWriter) CreateCRR(context.Context, *kruisev1alpha1.ContainerRecreateReq
 }
 func (nopWriter) PatchPod(context.Context, string, string, []byte) error       { return nil }
 func (nopWriter) PatchPodStatus(context.Context, string, string, []byte) error { return nil }
+func (nopWriter) AnnotatePod(context.Context, string, string, types.UID, string, string) error {
+	return nil
+}
 
 type nopRecorder struct{}
 

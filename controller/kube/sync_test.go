@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	metadatafake "k8s.io/client-go/metadata/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -244,10 +245,14 @@ func TestSyncSettlesThePhaseThenStopsIgnoreExitCodeSidecarsOnlyIfTheKubeletDoesN
 		Condition(corev1.PodReady, corev1.ConditionFalse).Build()
 	f := newFixture(t, []*corev1.Pod{pod}, normalNode)
 	writes := f.sync("job-e")
-	if len(writes) != 1 || writes[0].GetSubresource() != "status" {
-		t.Fatalf("want one status patch, got %v", writes)
+	if len(writes) != 2 || writes[0].GetSubresource() != "status" || writes[1].GetSubresource() != "" ||
+		writes[1].(k8stesting.PatchAction).GetPatchType() != types.MergePatchType {
+		t.Fatalf("want a status patch, then an annotation that wakes the kubelet, got %v", writes)
 	}
 	server, _ := f.client.CoreV1().Pods("default").Get(context.Background(), "job-e", metav1.GetOptions{})
+	if server.Annotations[reconciler.AnnotationSettled] == "" {
+		t.Errorf("no %s annotation", reconciler.AnnotationSettled)
+	}
 	if server.Status.Phase != corev1.PodSucceeded || !decision.HasSidecarTerminatedCondition(server) || len(server.Status.Conditions) != 2 {
 		t.Fatalf("status after the patch: %s %v", server.Status.Phase, server.Status.Conditions)
 	}

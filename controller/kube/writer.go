@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
@@ -52,3 +53,14 @@ func (w Writer) PatchPodStatus(ctx context.Context, namespace, name string, patc
 }
 
 var _ reconciler.Writer = Writer{}
+
+// AnnotatePod sets one annotation with a merge patch; the UID in the patch is
+// a precondition: the API server refuses to change it on another pod.
+func (w Writer) AnnotatePod(ctx context.Context, namespace, name string, uid types.UID, key, value string) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"uid": uid, "annotations": map[string]string{key: value}}})
+	if err != nil {
+		return err
+	}
+	_, err = w.Client.CoreV1().Pods(namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+	return err
+}

@@ -6,6 +6,7 @@ import (
 	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Reader is the controller's view of the cluster: in production, informer caches.
@@ -31,6 +32,9 @@ type Writer interface {
 	PatchPod(ctx context.Context, namespace, name string, jsonPatch []byte) error
 	// PatchPodStatus applies a JSON patch to the pod's status subresource.
 	PatchPodStatus(ctx context.Context, namespace, name string, jsonPatch []byte) error
+	// AnnotatePod sets one annotation on the pod with the given UID (and on no
+	// other pod of the same name), leaving the others as they are.
+	AnnotatePod(ctx context.Context, namespace, name string, uid types.UID, key, value string) error
 }
 
 // Recorder records events; client-go's record.EventRecorder is one.

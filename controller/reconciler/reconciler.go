@@ -27,6 +27,8 @@ const (
 	LabelPodUID      = "sidecar-terminator.io/pod-uid"
 	LabelAttempt     = "sidecar-terminator.io/attempt"
 	ReasonTerminated = "SidecarTerminating"
+	// AnnotationSettled records when the controller settled a pod's phase.
+	AnnotationSettled = "sidecar-terminator.io/phase-settled-at"
 )
 
 // Config holds the reconciler's knobs.
@@ -237,11 +239,20 @@ func (r *Reconciler) send(ctx context.Context, pod *corev1.Pod, a decision.Actio
 		}
 		return r.write.PatchPod(ctx, pod.Namespace, pod.Name, patch)
 	case decision.ActionSettlePhase:
-		patch, err := settlePatch(pod, a.Phase, r.clock.Now())
+		now := r.clock.Now()
+		patch, err := settlePatch(pod, a.Phase, now)
 		if err != nil {
 			return err
 		}
-		return r.write.PatchPodStatus(ctx, pod.Namespace, pod.Name, patch)
+		if err := r.write.PatchPodStatus(ctx, pod.Namespace, pod.Name, patch); err != nil {
+			return err
+		}
+		// A status change alone does not make the kubelet sync the pod, and
+		// until it does, its status manager writes its own cached phase
+		// (Running) back every 10 s. A change to the pod's metadata makes it
+		// sync at once: it then sees the terminal phase, keeps it, and stops
+		// the remaining containers itself.
+		return r.write.AnnotatePod(ctx, pod.Namespace, pod.Name, pod.UID, AnnotationSettled, now.UTC().Format(time.RFC3339Nano))
 	}
 	return fmt.Errorf("unknown action %q", a.Kind)
 }
