@@ -65,15 +65,7 @@ func newExplainCommand() *cobra.Command {
 // Explain reads one pod live from the API server, decides as the controller
 // would, and writes the explanation to w. It writes nothing to the cluster.
 func Explain(ctx context.Context, w io.Writer, o *Options, namespace, name string) error {
-	cfg, err := o.ReconcilerConfig()
-	if err != nil {
-		return err
-	}
-	clients, err := NewClients(o.Kubeconfig, o.QPS, o.Burst)
-	if err != nil {
-		return err
-	}
-	crrAPI, err := kube.CRRAPIServed(clients.Kube.Discovery())
+	cfg, clients, crrAPI, err := connect(o)
 	if err != nil {
 		return err
 	}

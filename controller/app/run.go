@@ -59,18 +59,25 @@ func NewClients(kubeconfig string, qps float32, burst int) (*Clients, error) {
 	return c, nil
 }
 
-// Run runs the controller until ctx ends.
-func Run(ctx context.Context, o *Options) error {
-	logger := klog.FromContext(ctx)
+// connect checks the options, builds the clients and asks whether the CRR
+// API is served: what both the controller and explain start with.
+func connect(o *Options) (reconciler.Config, *Clients, bool, error) {
 	cfg, err := o.ReconcilerConfig()
 	if err != nil {
-		return err
+		return cfg, nil, false, err
 	}
 	clients, err := NewClients(o.Kubeconfig, o.QPS, o.Burst)
 	if err != nil {
-		return err
+		return cfg, nil, false, err
 	}
 	crrAPI, err := kube.CRRAPIServed(clients.Kube.Discovery())
+	return cfg, clients, crrAPI, err
+}
+
+// Run runs the controller until ctx ends.
+func Run(ctx context.Context, o *Options) error {
+	logger := klog.FromContext(ctx)
+	cfg, clients, crrAPI, err := connect(o)
 	if err != nil {
 		return err
 	}

@@ -10,7 +10,6 @@ import (
 	kruiseclient "github.com/openkruise/kruise-api/client/clientset/versioned"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
@@ -111,18 +110,8 @@ func waitUntil(t *testing.T, ctx context.Context, what string, cond func(context
 	}
 }
 
-// events returns "Type Reason" of the events on the pod.
 func (e *env) events(ctx context.Context, pod *corev1.Pod) ([]string, error) {
-	list, err := e.kube.CoreV1().Events(pod.Namespace).List(ctx, metav1.ListOptions{
-		FieldSelector: fields.OneTermEqualSelector("involvedObject.uid", string(pod.UID)).String()})
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, ev := range list.Items {
-		out = append(out, ev.Type+" "+ev.Reason)
-	}
-	return out, nil
+	return cluster.PodEvents(ctx, e.kube, pod)
 }
 
 func (e *env) waitForEvent(t *testing.T, ctx context.Context, pod *corev1.Pod, want string) {

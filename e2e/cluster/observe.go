@@ -10,6 +10,11 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/kubernetes"
 )
 
 // Metric reads one series of the controller's /metrics, e.g.
@@ -55,6 +60,11 @@ const ControllerServiceAccountUser = "system:serviceaccount:" + ControllerNamesp
 // completed mutating requests of one user, leaving out events and leases
 // (bookkeeping, not work), as "verb resource[/subresource] name code".
 func MutatingRequests(auditLog, user string) ([]string, error) {
+	return MutatingRequestsIn(auditLog, user, "")
+}
+
+// MutatingRequestsIn is MutatingRequests for one namespace ("" for all).
+func MutatingRequestsIn(auditLog, user, namespace string) ([]string, error) {
 	f, err := os.Open(auditLog)
 	if err != nil {
 		return nil, fmt.Errorf("open audit log: %w", err)
@@ -65,7 +75,8 @@ func MutatingRequests(auditLog, user string) ([]string, error) {
 	sc.Buffer(make([]byte, 1<<20), 1<<24)
 	for sc.Scan() {
 		var a auditEntry
-		if json.Unmarshal(sc.Bytes(), &a) != nil || a.Stage != "ResponseComplete" || a.User.Username != user {
+		if json.Unmarshal(sc.Bytes(), &a) != nil || a.Stage != "ResponseComplete" || a.User.Username != user ||
+			(namespace != "" && a.ObjectRef.Namespace != namespace) {
 			continue
 		}
 		switch a.Verb {
@@ -83,4 +94,18 @@ func MutatingRequests(auditLog, user string) ([]string, error) {
 		out = append(out, a.Verb+" "+res+" "+a.ObjectRef.Name+" "+strconv.Itoa(a.ResponseStatus.Code))
 	}
 	return out, sc.Err()
+}
+
+// PodEvents lists the events on a pod as "Type Reason".
+func PodEvents(ctx context.Context, kube kubernetes.Interface, pod *corev1.Pod) ([]string, error) {
+	list, err := kube.CoreV1().Events(pod.Namespace).List(ctx, metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("involvedObject.uid", string(pod.UID)).String()})
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, ev := range list.Items {
+		out = append(out, ev.Type+" "+ev.Reason)
+	}
+	return out, nil
 }

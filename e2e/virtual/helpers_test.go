@@ -1,17 +1,12 @@
 package virtual
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
-	"os"
-	"strconv"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/sidecar-terminator/sidecar-terminator/e2e/cluster"
@@ -43,18 +38,8 @@ func waitUntil(ctx context.Context, t *testing.T, what string, cond func(context
 	}
 }
 
-// events returns "Type Reason" of the events on the pod.
 func events(ctx context.Context, pod *corev1.Pod) ([]string, error) {
-	list, err := suite.kube.CoreV1().Events(pod.Namespace).List(ctx, metav1.ListOptions{
-		FieldSelector: fields.OneTermEqualSelector("involvedObject.uid", string(pod.UID)).String()})
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, ev := range list.Items {
-		out = append(out, ev.Type+" "+ev.Reason)
-	}
-	return out, nil
+	return cluster.PodEvents(ctx, suite.kube, pod)
 }
 
 func waitForEvent(ctx context.Context, t *testing.T, pod *corev1.Pod, want string) {
@@ -70,48 +55,13 @@ func waitForEvent(ctx context.Context, t *testing.T, pod *corev1.Pod, want strin
 	})
 }
 
-// auditEntry is the part of an audit.k8s.io/v1 Event the suite reads.
-type auditEntry struct {
-	Stage     string                    `json:"stage"`
-	Verb      string                    `json:"verb"`
-	User      struct{ Username string } `json:"user"`
-	ObjectRef struct {
-		Resource, Subresource, Namespace, Name string
-	} `json:"objectRef"`
-	ResponseStatus struct{ Code int } `json:"responseStatus"`
-}
-
 // controllerWrites lists the mutating requests the controller's identity
 // made in namespace ns, events aside, as "verb resource[/sub] name code".
 func controllerWrites(t *testing.T, ns string) []string {
 	t.Helper()
-	f, err := os.Open(suite.audit)
+	writes, err := cluster.MutatingRequestsIn(suite.audit, cluster.ControllerServiceAccountUser, ns)
 	if err != nil {
-		t.Fatalf("open audit log: %v", err)
+		t.Fatal(err)
 	}
-	defer f.Close()
-	user := "system:serviceaccount:" + cluster.ControllerNamespace + ":" + cluster.ControllerName
-	var out []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	for sc.Scan() {
-		var a auditEntry
-		if json.Unmarshal(sc.Bytes(), &a) != nil || a.Stage != "ResponseComplete" || a.User.Username != user || a.ObjectRef.Namespace != ns {
-			continue
-		}
-		switch a.Verb {
-		case "create", "update", "patch", "delete", "deletecollection":
-		default:
-			continue
-		}
-		if a.ObjectRef.Resource == "events" {
-			continue
-		}
-		res := a.ObjectRef.Resource
-		if a.ObjectRef.Subresource != "" {
-			res += "/" + a.ObjectRef.Subresource
-		}
-		out = append(out, a.Verb+" "+res+" "+a.ObjectRef.Name+" "+strconv.Itoa(a.ResponseStatus.Code))
-	}
-	return out
+	return writes
 }
