@@ -2,11 +2,13 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -70,7 +72,19 @@ func setStatus(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, ph
 		{Name: "main", Image: p.Spec.Containers[0].Image, ContainerID: "containerd://" + p.Name + "-main", State: mainState},
 		{Name: "sidecar", Image: p.Spec.Containers[1].Image, ContainerID: "containerd://" + p.Name + "-sidecar", State: sidecarState},
 	}
-	return cs.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{})
+	// Retry while the API server is away (a chaos run restarts it): a kubelet
+	// keeps reporting too.
+	var out *corev1.Pod
+	var err error
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		out, err = cs.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{})
+		var status apierrors.APIStatus
+		transient := !errors.As(err, &status) || apierrors.IsServiceUnavailable(err) || apierrors.IsInternalError(err) ||
+			apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsTooManyRequests(err)
+		if err == nil || !transient || ctx.Err() != nil || time.Now().After(deadline) {
+			return out, err
+		}
+	}
 }
 
 // parallel runs fn(i) for i in [0, n) on the given number of goroutines and
