@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync/atomic"
 	"time"
 
 	kruiseclient "github.com/openkruise/kruise-api/client/clientset/versioned"
@@ -98,10 +99,15 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
-	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: eventsClient.CoreV1().Events("")})
-	defer broadcaster.Shutdown()
-	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "sidecar-terminator"})
+	// Not tied to ctx: on shutdown the queued events are still written.
+	broadcaster := record.NewBroadcaster()
+	events := &flushingEvents{EventSink: &typedcorev1.EventSinkImpl{Interface: eventsClient.CoreV1().Events("")}}
+	broadcaster.StartRecordingToSink(events)
+	defer func() {
+		events.wait(5 * time.Second)
+		broadcaster.Shutdown()
+	}()
+	recorder := events.recorder(broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "sidecar-terminator"}))
 
 	caches, err := kube.NewCaches(clients.Kube, clients.Meta, clients.Kruise, crrAPI)
 	if err != nil {
@@ -121,7 +127,11 @@ func Run(ctx context.Context, o *Options) error {
 
 	// Caches fill on every replica, so a new leader acts at once.
 	caches.Start(ctx.Done())
+	workersDone := make(chan struct{})
+	var workersStarted atomic.Bool
 	run := func(ctx context.Context) {
+		workersStarted.Store(true)
+		defer close(workersDone)
 		if err := ctrl.Run(ctx, o.Workers); err != nil {
 			errs <- err
 		}
@@ -136,6 +146,12 @@ func Run(ctx context.Context, o *Options) error {
 	select {
 	case <-ctx.Done():
 		logger.Info("Shutting down")
+		if workersStarted.Load() {
+			select {
+			case <-workersDone:
+			case <-time.After(10 * time.Second):
+			}
+		}
 		return nil
 	case err := <-errs:
 		return err

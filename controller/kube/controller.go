@@ -93,6 +93,9 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	}
 	<-ctx.Done()
 	logger.Info("Shutting down workers")
+	// Let the syncs in flight finish, so that a write they made is followed
+	// by its event before the process goes.
+	c.queue.ShutDownWithDrain()
 	return nil
 }
 
