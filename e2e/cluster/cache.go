@@ -1,11 +1,12 @@
 package cluster
 
 import (
+	"github.com/sidecar-terminator/sidecar-terminator/hack/filelock"
+
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
 )
 
 // CacheDir is where built binaries live, outside the repository so that a
@@ -19,36 +20,6 @@ func CacheDir() (string, error) {
 		return "", fmt.Errorf("find cache dir: %w", err)
 	}
 	return filepath.Join(home, ".cache", "sidecar-terminator"), nil
-}
-
-// withLock runs fn holding an exclusive flock on path. Two test binaries (or
-// `make cluster-up` racing a suite) then build each binary once instead of
-// both writing the same file.
-func withLock(ctx context.Context, path string, fn func() error) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("create lock dir: %w", err)
-	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return fmt.Errorf("open lock %s: %w", path, err)
-	}
-	defer f.Close()
-	// flock blocks without honouring ctx; poll with LOCK_NB so a cancelled
-	// test does not hang behind another process's long build.
-	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			break
-		}
-		if err != syscall.EWOULDBLOCK {
-			return fmt.Errorf("lock %s: %w", path, err)
-		}
-		if err := sleepCtx(ctx, pollInterval); err != nil {
-			return fmt.Errorf("wait for lock %s: %w", path, err)
-		}
-	}
-	defer syscall.Flock(int(f.Fd()), syscall.LOCK_UN) //nolint:errcheck // closing releases it anyway
-	return fn()
 }
 
 // ensureBinaries returns the paths of names under dir, calling build when any
@@ -71,7 +42,7 @@ func ensureBinaries(ctx context.Context, dir string, names []string, build func(
 	if len(missing()) == 0 {
 		return paths, nil
 	}
-	err := withLock(ctx, dir+".lock", func() error {
+	err := filelock.With(ctx, dir+".lock", func() error {
 		m := missing() // another process may have built them while we waited
 		if len(m) == 0 {
 			return nil

@@ -6,6 +6,8 @@
 package toolbin
 
 import (
+	"github.com/sidecar-terminator/sidecar-terminator/hack/filelock"
+
 	"context"
 	"errors"
 	"fmt"
@@ -13,8 +15,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
-	"time"
 )
 
 // Packages maps a tool's name, which is also its module's directory under
@@ -83,7 +83,7 @@ func Path(ctx context.Context, name string) (string, error) {
 	if _, err := os.Stat(bin); err == nil {
 		return bin, nil
 	}
-	err = withLock(ctx, bin+".lock", func() error {
+	err = filelock.With(ctx, bin+".lock", func() error {
 		if _, err := os.Stat(bin); err == nil {
 			return nil // built by whoever held the lock before us
 		}
@@ -144,34 +144,4 @@ func goCmd(ctx context.Context, dir string, args ...string) (string, error) {
 		return "", fmt.Errorf("go %s: %w: %s", strings.Join(args, " "), err, out)
 	}
 	return strings.TrimSpace(string(out)), nil
-}
-
-// withLock runs fn holding an exclusive flock on path, so that two test
-// binaries starting together build a tool once.
-func withLock(ctx context.Context, path string, fn func() error) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("create cache dir: %w", err)
-	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return fmt.Errorf("open lock %s: %w", path, err)
-	}
-	defer f.Close()
-	// Flock blocks without honouring ctx; poll so a cancelled test returns.
-	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) {
-			return fmt.Errorf("lock %s: %w", path, err)
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("wait for lock %s: %w", path, ctx.Err())
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-	defer syscall.Flock(int(f.Fd()), syscall.LOCK_UN) //nolint:errcheck // closing releases it anyway
-	return fn()
 }
