@@ -16,6 +16,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/restmapper"
+
+	"github.com/sidecar-terminator/sidecar-terminator/images/oci"
 )
 
 // The controller's identity, as its deploy manifests define it.
@@ -158,4 +160,21 @@ func (ctl *Controller) LogTail(n int) string {
 		return ""
 	}
 	return ctl.Process.LogTail(n)
+}
+
+// BuildAndStartController builds the controller from this repository,
+// applies its RBAC and starts it, as `cluster up --controller` and the demo do.
+func (c *Cluster) BuildAndStartController(ctx context.Context, extraArgs ...string) (*Controller, error) {
+	root, err := oci.RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	bin, err := BuildController(ctx, root)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.ApplyControllerRBAC(ctx, root); err != nil {
+		return nil, err
+	}
+	return c.StartController(ctx, bin, extraArgs...)
 }

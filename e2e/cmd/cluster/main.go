@@ -20,7 +20,6 @@ import (
 	"syscall"
 
 	"github.com/sidecar-terminator/sidecar-terminator/e2e/cluster"
-	"github.com/sidecar-terminator/sidecar-terminator/images/oci"
 )
 
 func main() {
@@ -79,18 +78,7 @@ func up(ctx context.Context, runDir string, withController, noKruise bool) error
 }
 
 func startController(ctx context.Context, c *cluster.Cluster) error {
-	root, err := oci.RepoRoot()
-	if err != nil {
-		return err
-	}
-	bin, err := cluster.BuildController(ctx, root)
-	if err != nil {
-		return err
-	}
-	if err := c.ApplyControllerRBAC(ctx, root); err != nil {
-		return err
-	}
-	_, err = c.StartController(ctx, bin)
+	_, err := c.BuildAndStartController(ctx)
 	return err
 }
 

@@ -25,7 +25,6 @@ import (
 
 	"github.com/sidecar-terminator/sidecar-terminator/e2e/cases"
 	"github.com/sidecar-terminator/sidecar-terminator/e2e/cluster"
-	"github.com/sidecar-terminator/sidecar-terminator/images/oci"
 )
 
 const ns = "demo"
@@ -56,18 +55,7 @@ func run(ctx context.Context) (err error) {
 			say("  everything stopped, host restored, nothing left behind")
 		}
 	}()
-	root, err := oci.RepoRoot()
-	if err != nil {
-		return err
-	}
-	bin, err := cluster.BuildController(ctx, root)
-	if err != nil {
-		return err
-	}
-	if err := c.ApplyControllerRBAC(ctx, root); err != nil {
-		return err
-	}
-	ctl, err := c.StartController(ctx, bin)
+	ctl, err := c.BuildAndStartController(ctx)
 	if err != nil {
 		return err
 	}
