@@ -35,6 +35,7 @@ type Options struct {
 	CRRMaxAttempts         int
 	CRRRetryBackoff        time.Duration
 	CRRTTLAfterFinished    time.Duration
+	Profiling              bool
 }
 
 // DefaultOptions are the production defaults.
@@ -69,6 +70,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", o.RetryPeriod, "Lease retry period.")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address of the Prometheus /metrics endpoint; 0 disables it.")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "Address of /healthz and /readyz; 0 disables them.")
+	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "Serve Go's pprof profiles under /debug/pprof/ on the metrics address (for `go tool pprof`).")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "Pods synced in parallel.")
 	fs.StringVar(&o.VirtualNodeSelector, "virtual-node-selector", o.VirtualNodeSelector, "Label selector of virtual-kubelet nodes, where sidecars are stopped by image swap.")
 	fs.StringSliceVar(&o.QuickExitAllowlist, "quick-exit-image-allowlist", o.QuickExitAllowlist, "Images that may be swapped in (a repository allows any tag or digest of it); empty allows any valid image.")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"sync/atomic"
 	"time"
@@ -78,6 +79,9 @@ func connect(o *Options) (reconciler.Config, *Clients, bool, error) {
 // Run runs the controller until ctx ends.
 func Run(ctx context.Context, o *Options) error {
 	logger := klog.FromContext(ctx)
+	registry := prometheus.NewRegistry()
+	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	registerLibraryMetrics(registry) // before the first request and the queue
 	cfg, clients, crrAPI, err := connect(o)
 	if err != nil {
 		return err
@@ -88,8 +92,6 @@ func Run(ctx context.Context, o *Options) error {
 		logger.Info("ContainerRecreateRequest API not served (OpenKruise not installed): only image swaps are possible; restart the controller after installing OpenKruise")
 	}
 
-	registry := prometheus.NewRegistry()
-	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := reconciler.NewMetrics(registry)
 
 	// Events go through a client of their own, so that a burst of events never
@@ -120,7 +122,7 @@ func Run(ctx context.Context, o *Options) error {
 	}
 
 	errs := make(chan error, 2)
-	serve(ctx, o.MetricsBindAddress, metricsMux(registry), errs)
+	serve(ctx, o.MetricsBindAddress, metricsMux(registry, o.Profiling), errs)
 	// Ready once the caches have synced, leader or not: a standby replica is
 	// healthy and ready to take over, and a Deployment of two must count both.
 	serve(ctx, o.HealthProbeBindAddress, healthMux(caches.HasSynced), errs)
@@ -188,9 +190,18 @@ func leaderElect(ctx context.Context, o *Options, client kubernetes.Interface, r
 	return nil
 }
 
-func metricsMux(registry *prometheus.Registry) http.Handler {
+// metricsMux serves /metrics and, when profiling is on, the pprof handlers
+// (off by default: profiles expose internals and cost CPU while taken).
+func metricsMux(registry *prometheus.Registry, profiling bool) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{Registry: registry}))
+	if profiling {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	return mux
 }
 
