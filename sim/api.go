@@ -37,17 +37,17 @@ type apiWriter struct {
 
 var _ reconciler.Writer = (*apiWriter)(nil)
 
-func (w *apiWriter) CreateCRR(_ context.Context, crr *kruisev1alpha1.ContainerRecreateRequest) error {
+func (w *apiWriter) CreateCRR(_ context.Context, crr *kruisev1alpha1.ContainerRecreateRequest, readPodFirst bool) error {
 	s := w.s
 	var names []string
 	for _, c := range crr.Spec.Containers {
 		names = append(names, c.Name)
 	}
 	return w.write(MethodCRR, crr.Spec.PodName, fmt.Sprintf("%s %v", crr.Name, names), func() error {
-		// As the controller's kube.Writer: the pod is read live and a CRR
-		// for a pod replaced under the same name is refused.
+		// As the controller's kube.Writer: when asked, the pod is read live
+		// and a CRR for a pod replaced under the same name is refused.
 		e := s.world.pods[cache.ObjectName{Namespace: crr.Namespace, Name: crr.Spec.PodName}]
-		if e != nil && (len(crr.OwnerReferences) == 0 || e.obj.UID != crr.OwnerReferences[0].UID) {
+		if readPodFirst && e != nil && (len(crr.OwnerReferences) == 0 || e.obj.UID != crr.OwnerReferences[0].UID) {
 			return apierrors.NewConflict(crrResource, crr.Name, fmt.Errorf("pod %s is now a different pod", crr.Spec.PodName))
 		}
 		_, _, err := s.world.admitCRR(crr)

@@ -19,7 +19,7 @@ import (
 
 type nopWriter struct{}
 
-func (nopWriter) CreateCRR(context.Context, *kruisev1alpha1.ContainerRecreateRequest) error {
+func (nopWriter) CreateCRR(context.Context, *kruisev1alpha1.ContainerRecreateRequest, bool) error {
 	return nil
 }
 func (nopWriter) PatchPod(context.Context, string, string, []byte) error       { return nil }

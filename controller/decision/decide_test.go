@@ -38,7 +38,7 @@ type want struct {
 
 func crrFor(pod string, attempt int, containers ...string) Action {
 	return Action{Kind: ActionCreateCRR, Containers: containers, Attempt: attempt,
-		CRRName: CRRName(podtest.Pod(pod).Build(), attempt)}
+		CRRName: CRRName(podtest.Pod(pod).Build(), attempt), ReadPodFirst: true}
 }
 
 func swapOf(index int, container, from string) Action {
@@ -184,6 +184,15 @@ func TestDecide(t *testing.T) {
 		"image-only on a normal node: image swap": {
 			pod:  podtest.Pod("p").Container("main", exited(0)).Container("log", markImage).Build(),
 			want: want{verdict: VerdictAct, actions: []Action{swapOf(1, "log", img("log"))}},
+		},
+		"a Job pod's generated name is not read live before its CRR": {
+			pod: podtest.Pod("p").GeneratedName("report-", "x7k2p").Container("main", exited(0)).Container("log", markCRR).Build(),
+			want: want{verdict: VerdictAct, actions: []Action{{Kind: ActionCreateCRR, Containers: []string{"log"}, Attempt: 1,
+				CRRName: CRRName(podtest.Pod("p").GeneratedName("report-", "x7k2p").Build(), 1), ReadPodFirst: false}}},
+		},
+		"a chosen name that only looks generated is read live before its CRR": {
+			pod: podtest.Pod("report-x7k2p").Container("main", exited(0)).Container("log", markCRR).Build(),
+			want: want{verdict: VerdictAct, actions: []Action{crrFor("report-x7k2p", 1, "log")}},
 		},
 		"both envs on a normal node: CRR": {
 			pod:  podtest.Pod("p").Container("main", exited(0)).Container("log", markCRR, markImage).Build(),

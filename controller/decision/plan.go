@@ -41,6 +41,10 @@ type Action struct {
 	// For ActionCreateCRR.
 	CRRName string
 	Attempt int
+	// ReadPodFirst: the pod's name may be taken by a later pod (it was not
+	// generated), so the pod is read live before the CRR, whose spec.podName
+	// kruise binds to whichever pod has the name.
+	ReadPodFirst bool
 
 	// For ActionSwapImage.
 	Swaps []Swap

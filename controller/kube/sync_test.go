@@ -291,7 +291,7 @@ func TestSyncOfAMissingPodIsANoOp(t *testing.T) {
 }
 
 func TestTrimPodKeepsWhatTheDecisionReads(t *testing.T) {
-	full := jobPod("job-g", podtest.Env(decision.EnvTerminate, "true"), podtest.Env("OTHER", "x")).
+	full := jobPod("job-g", podtest.Env(decision.EnvTerminate, "true"), podtest.Env("OTHER", "x")).GeneratedName("job-", "bcdfg").
 		Annotate(decision.AnnotationSidecars, "log").Annotate("unrelated", "y").Build()
 	full.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}
 	full.Spec.Volumes = []corev1.Volume{{Name: "data"}}
@@ -346,6 +346,33 @@ func TestCRRNeverTargetsANewPodOfTheSameName(t *testing.T) {
 	}
 	if got := counterValue(t, f.metrics, "ContainerRecreateRequest", reconciler.ResultStale); got != 1 {
 		t.Errorf("stale count = %v, want 1", got)
+	}
+}
+
+// A Job's pod has a generated name that no later pod takes: its CRR is one
+// request, no live read. A chosen name is read first.
+func TestCRRReadsThePodFirstOnlyWhenItsNameCanBeTakenAgain(t *testing.T) {
+	for _, tc := range []struct {
+		pod       *corev1.Pod
+		wantReads int
+	}{
+		{jobPod("x", podtest.Env(decision.EnvTerminate, "true")).GeneratedName("report-", "x7k2p").Build(), 0},
+		{jobPod("report", podtest.Env(decision.EnvTerminate, "true")).Build(), 1},
+	} {
+		f := newFixture(t, []*corev1.Pod{tc.pod}, normalNode)
+		writes := f.sync(tc.pod.Name)
+		if len(writes) != 1 || writes[0].GetVerb() != "create" || writes[0].GetResource().Resource != "containerrecreaterequests" {
+			t.Errorf("%s: writes %v, want one CRR create", tc.pod.Name, writes)
+		}
+		reads := 0
+		for _, a := range f.client.Actions() {
+			if a.GetVerb() == "get" && a.GetResource().Resource == "pods" {
+				reads++
+			}
+		}
+		if reads != tc.wantReads {
+			t.Errorf("%s (generateName %q): %d live pod reads, want %d", tc.pod.Name, tc.pod.GenerateName, reads, tc.wantReads)
+		}
 	}
 }
 

@@ -19,7 +19,7 @@ func TrimPod(obj any) (any, error) {
 	out := &corev1.Pod{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID,
+			Name: pod.Name, GenerateName: pod.GenerateName, Namespace: pod.Namespace, UID: pod.UID,
 			ResourceVersion: pod.ResourceVersion, DeletionTimestamp: pod.DeletionTimestamp,
 			Annotations: ourAnnotations(pod.Annotations),
 		},

@@ -24,21 +24,25 @@ type Writer struct {
 	Kruise kruiseclient.Interface
 }
 
-// CreateCRR reads the pod live first: the cache may still show a pod that was
-// replaced by another of the same name, and kruise would act on the new one.
-// The read narrows that window from the cache's lag to one round trip; what
-// is left is closed by the CRR's owner reference, which lets the garbage
-// collector delete a CRR whose pod is gone.
-func (w Writer) CreateCRR(ctx context.Context, crr *kruisev1alpha1.ContainerRecreateRequest) error {
-	pod, err := w.Client.CoreV1().Pods(crr.Namespace).Get(ctx, crr.Spec.PodName, metav1.GetOptions{})
-	if err != nil {
-		return err
+// CreateCRR, with readPodFirst, reads the pod live first: the cache may still
+// show a pod that was replaced by another of the same name, and kruise would
+// act on the new one. The read narrows that window from the cache's lag to
+// one round trip; what is left is closed by the CRR's owner reference, which
+// lets the garbage collector delete a CRR whose pod is gone. Pods whose name
+// the API server generated (every Job's) are not read: no later pod takes
+// their name, and the read would double the requests of a burst.
+func (w Writer) CreateCRR(ctx context.Context, crr *kruisev1alpha1.ContainerRecreateRequest, readPodFirst bool) error {
+	if readPodFirst {
+		pod, err := w.Client.CoreV1().Pods(crr.Namespace).Get(ctx, crr.Spec.PodName, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if len(crr.OwnerReferences) == 0 || pod.UID != crr.OwnerReferences[0].UID {
+			return apierrors.NewConflict(kruisev1alpha1.Resource("containerrecreaterequests"), crr.Name,
+				fmt.Errorf("pod %s/%s is now a different pod (UID %s)", pod.Namespace, pod.Name, pod.UID))
+		}
 	}
-	if len(crr.OwnerReferences) == 0 || pod.UID != crr.OwnerReferences[0].UID {
-		return apierrors.NewConflict(kruisev1alpha1.Resource("containerrecreaterequests"), crr.Name,
-			fmt.Errorf("pod %s/%s is now a different pod (UID %s)", pod.Namespace, pod.Name, pod.UID))
-	}
-	_, err = w.Kruise.AppsV1alpha1().ContainerRecreateRequests(crr.Namespace).Create(ctx, crr, metav1.CreateOptions{FieldManager: FieldManager})
+	_, err := w.Kruise.AppsV1alpha1().ContainerRecreateRequests(crr.Namespace).Create(ctx, crr, metav1.CreateOptions{FieldManager: FieldManager})
 	return err
 }
 

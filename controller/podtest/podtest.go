@@ -27,6 +27,13 @@ func Pod(name string) *Builder {
 }
 
 func (b *Builder) Namespace(ns string) *Builder { b.pod.Namespace = ns; return b }
+
+// GeneratedName names the pod as the API server does from generateName base
+// (a Job's pods), with a fixed suffix of five characters.
+func (b *Builder) GeneratedName(base, suffix string) *Builder {
+	b.pod.GenerateName, b.pod.Name = base, base+suffix
+	return b
+}
 func (b *Builder) UID(uid string) *Builder      { b.pod.UID = types.UID(uid); return b }
 func (b *Builder) Node(name string) *Builder    { b.pod.Spec.NodeName = name; return b }
 func (b *Builder) Phase(p corev1.PodPhase) *Builder {

@@ -23,11 +23,12 @@ type Reader interface {
 
 // Writer is how the controller changes the cluster: in production, API calls.
 type Writer interface {
-	// CreateCRR creates the CRR unless the pod it is owned by (by UID) is gone:
-	// kruise resolves spec.podName to whichever pod has that name when the
-	// CRR is admitted, so a CRR for a pod replaced under the same name would
-	// stop the new pod's sidecars. It returns a Conflict error then.
-	CreateCRR(ctx context.Context, crr *kruisev1alpha1.ContainerRecreateRequest) error
+	// CreateCRR creates the CRR. With readPodFirst it first reads the pod
+	// live and refuses, with a Conflict error, if the pod the CRR is owned by
+	// (by UID) is gone: kruise resolves spec.podName to whichever pod has
+	// that name when the CRR is admitted, so a CRR for a pod replaced under
+	// the same name would stop the new pod's sidecars.
+	CreateCRR(ctx context.Context, crr *kruisev1alpha1.ContainerRecreateRequest, readPodFirst bool) error
 	// PatchPod applies a JSON patch (RFC 6902) to the pod.
 	PatchPod(ctx context.Context, namespace, name string, jsonPatch []byte) error
 	// PatchPodStatus applies a JSON patch to the pod's status subresource.

@@ -231,7 +231,7 @@ func (r *Reconciler) act(ctx context.Context, logger klog.Logger, pod *corev1.Po
 func (r *Reconciler) send(ctx context.Context, pod *corev1.Pod, a decision.Action) error {
 	switch a.Kind {
 	case decision.ActionCreateCRR:
-		return r.write.CreateCRR(ctx, r.newCRR(pod, a))
+		return r.write.CreateCRR(ctx, r.newCRR(pod, a), a.ReadPodFirst)
 	case decision.ActionSwapImage:
 		patch, err := swapPatch(pod.UID, a.Swaps)
 		if err != nil {

@@ -1,0 +1,41 @@
+package decision
+
+import (
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// The API server's name generator (k8s.io/apiserver/pkg/storage/names):
+// metadata.generateName cut to 58 characters, then 5 characters of this
+// alphabet.
+const (
+	generatedBaseMax   = 58
+	generatedSuffixLen = 5
+	generatedAlphabet  = "bcdfghjklmnpqrstvwxz2456789"
+)
+
+// NameGenerated reports whether the API server chose the pod's name from its
+// metadata.generateName, as it does for every pod of a Job. No later pod
+// takes such a name, whereas a chosen name is taken again whenever its owner
+// recreates the pod (bare pods, Argo and Tekton steps): only then can a pod
+// the cache still shows have been replaced by another of the same name.
+func NameGenerated(pod *corev1.Pod) bool {
+	base := pod.GenerateName
+	if base == "" {
+		return false
+	}
+	if len(base) > generatedBaseMax {
+		base = base[:generatedBaseMax]
+	}
+	suffix, ok := strings.CutPrefix(pod.Name, base)
+	if !ok || len(suffix) != generatedSuffixLen {
+		return false
+	}
+	for _, r := range suffix {
+		if !strings.ContainsRune(generatedAlphabet, r) {
+			return false
+		}
+	}
+	return true
+}
