@@ -35,7 +35,7 @@ func NewController(caches *Caches, syncer Syncer) (*Controller, error) {
 		caches: caches,
 		syncer: syncer,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
+			retryRateLimiter(),
 			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: "sidecar-terminator"}),
 	}
 	if _, err := caches.PodInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -56,6 +56,22 @@ func NewController(caches *Caches, syncer Syncer) (*Controller, error) {
 	}
 	return c, nil
 }
+
+// Retries of a failed sync back off per pod from 5 ms to at most 30 s.
+// client-go's default also caps all retries together at 10 per second and
+// lets one pod's back-off grow to 1,000 s: after an API server outage every
+// pod in flight has failed, and that cap made a 1,000-pod burst wait over a
+// minute after the API server was back. The client's QPS limit
+// (--kube-api-qps) already protects the API server from a retry storm.
+func retryRateLimiter() workqueue.TypedRateLimiter[cache.ObjectName] {
+	return workqueue.NewTypedItemExponentialFailureRateLimiter[cache.ObjectName](RetryBaseDelay, RetryMaxDelay)
+}
+
+// RetryBaseDelay and RetryMaxDelay bound the back-off of a failing pod sync.
+const (
+	RetryBaseDelay = 5 * time.Millisecond
+	RetryMaxDelay  = 30 * time.Second
+)
 
 func (c *Controller) enqueuePod(obj any) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
