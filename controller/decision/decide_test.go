@@ -191,7 +191,7 @@ func TestDecide(t *testing.T) {
 				CRRName: CRRName(podtest.Pod("p").GeneratedName("report-", "x7k2p").Build(), 1), ReadPodFirst: false}}},
 		},
 		"a chosen name that only looks generated is read live before its CRR": {
-			pod: podtest.Pod("report-x7k2p").Container("main", exited(0)).Container("log", markCRR).Build(),
+			pod:  podtest.Pod("report-x7k2p").Container("main", exited(0)).Container("log", markCRR).Build(),
 			want: want{verdict: VerdictAct, actions: []Action{crrFor("report-x7k2p", 1, "log")}},
 		},
 		"both envs on a normal node: CRR": {

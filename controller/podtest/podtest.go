@@ -34,8 +34,8 @@ func (b *Builder) GeneratedName(base, suffix string) *Builder {
 	b.pod.GenerateName, b.pod.Name = base, base+suffix
 	return b
 }
-func (b *Builder) UID(uid string) *Builder      { b.pod.UID = types.UID(uid); return b }
-func (b *Builder) Node(name string) *Builder    { b.pod.Spec.NodeName = name; return b }
+func (b *Builder) UID(uid string) *Builder   { b.pod.UID = types.UID(uid); return b }
+func (b *Builder) Node(name string) *Builder { b.pod.Spec.NodeName = name; return b }
 func (b *Builder) Phase(p corev1.PodPhase) *Builder {
 	b.pod.Status.Phase = p
 	return b
