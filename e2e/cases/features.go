@@ -229,15 +229,24 @@ func hasCondition(p *corev1.Pod, c corev1.PodConditionType) bool {
 
 func createNamespaceAndJob(js *JobSpec) features.Func {
 	return func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		ctx = createNamespace(js)(ctx, t, cfg)
+		cl := mustClients(t, cfg)
+		if _, err := cl.Kube.BatchV1().Jobs(js.Namespace).Create(ctx, js.Build(), metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create job %s: %v", js.Name, err)
+		}
+		return ctx
+	}
+}
+
+// createNamespace creates js's namespace, e2e-<name> unless it has one.
+func createNamespace(js *JobSpec) features.Func {
+	return func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 		cl := mustClients(t, cfg)
 		if js.Namespace == "" {
 			js.Namespace = Name("e2e", js.Name)
 		}
 		if err := CreateNamespace(ctx, cl.Kube, js.Namespace); err != nil {
 			t.Fatal(err)
-		}
-		if _, err := cl.Kube.BatchV1().Jobs(js.Namespace).Create(ctx, js.Build(), metav1.CreateOptions{}); err != nil {
-			t.Fatalf("create job %s: %v", js.Name, err)
 		}
 		return ctx
 	}

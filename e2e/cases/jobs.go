@@ -14,12 +14,14 @@ import (
 
 	"github.com/sidecar-terminator/sidecar-terminator/images"
 	"github.com/sidecar-terminator/sidecar-terminator/images/workload/spec"
+	"github.com/sidecar-terminator/sidecar-terminator/sim/model"
 )
 
 // OpenKruise's env names, which the controller honours unchanged.
 const (
-	EnvWhenJobExit    = "KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT"
-	EnvIgnoreExitCode = "KRUISE_TERMINATE_SIDECAR_IGNORE_EXIT_CODE"
+	EnvWhenJobExit          = "KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT"
+	EnvWhenJobExitWithImage = "KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT_WITH_IMAGE"
+	EnvIgnoreExitCode       = "KRUISE_TERMINATE_SIDECAR_IGNORE_EXIT_CODE"
 )
 
 // Container is one workload container of a Job's pod.
@@ -27,6 +29,13 @@ type Container struct {
 	Name string
 	spec.Behaviour
 	Env map[string]string
+	// Image replaces the workload image (pulled if not present); "" is
+	// the workload image, which is never pulled.
+	Image string
+	// ExitCodeScript, on the mock virtual node only, gives the exit codes
+	// of the container's successive runs, e.g. "1,1,0" (sim/model's
+	// annotation); "" is the one code of its argv.
+	ExitCodeScript string
 }
 
 // Main runs for seconds and exits with code.
@@ -64,6 +73,9 @@ func (c Container) build() corev1.Container {
 		Name: c.Name, Image: images.Workload.Ref, ImagePullPolicy: corev1.PullNever,
 		Args: c.Args(),
 	}
+	if c.Image != "" {
+		out.Image, out.ImagePullPolicy = c.Image, corev1.PullIfNotPresent
+	}
 	for _, k := range sortedKeys(c.Env) {
 		out.Env = append(out.Env, corev1.EnvVar{Name: k, Value: c.Env[k]})
 	}
@@ -80,11 +92,16 @@ type JobSpec struct {
 	// GracePeriodSeconds of the pod. Default 5: with the kubelet's 30 s, a
 	// sidecar that ignores SIGTERM would hold its pod that long after a CRR.
 	GracePeriodSeconds int64
-	Labels             map[string]string
+	// Labels go on the Job and its pod template.
+	Labels map[string]string
+	// Parallelism and completions; 0 is one pod.
+	Parallelism int32
+	// BackoffLimit; nil is 0.
+	BackoffLimit *int32
 }
 
-// Build returns the batch/v1 Job, with backoffLimit 0 so that a failed pod
-// fails the Job instead of starting another pod.
+// Build returns the batch/v1 Job, by default with backoffLimit 0 so that a
+// failed pod fails the Job instead of starting another pod.
 func (s JobSpec) Build() *batchv1.Job {
 	grace := s.GracePeriodSeconds
 	if grace == 0 {
@@ -95,9 +112,19 @@ func (s JobSpec) Build() *batchv1.Job {
 		rp = corev1.RestartPolicyNever
 	}
 	backoff := int32(0)
+	if s.BackoffLimit != nil {
+		backoff = *s.BackoffLimit
+	}
 	pod := corev1.PodSpec{RestartPolicy: rp, TerminationGracePeriodSeconds: &grace}
+	var annotations map[string]string
 	for _, c := range s.Containers {
 		pod.Containers = append(pod.Containers, c.build())
+		if c.ExitCodeScript != "" {
+			if annotations == nil {
+				annotations = map[string]string{}
+			}
+			annotations[model.AnnotationExitCodesPrefix+c.Name] = c.ExitCodeScript
+		}
 	}
 	always := corev1.ContainerRestartPolicyAlways
 	for _, c := range s.NativeSidecars {
@@ -109,16 +136,20 @@ func (s JobSpec) Build() *batchv1.Job {
 	for k, v := range s.Labels {
 		labels[k] = v
 	}
-	return &batchv1.Job{
+	job := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: s.Name, Namespace: s.Namespace, Labels: labels},
 		Spec: batchv1.JobSpec{
 			BackoffLimit: &backoff,
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: annotations},
 				Spec:       pod,
 			},
 		},
 	}
+	if n := s.Parallelism; n > 0 {
+		job.Spec.Parallelism, job.Spec.Completions = &n, &n
+	}
+	return job
 }
 
 // Name joins parts into a DNS-1123 name.

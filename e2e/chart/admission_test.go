@@ -1,10 +1,8 @@
 package chart
 
 import (
-	"context"
 	"strings"
 	"testing"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -18,9 +16,6 @@ import (
 	"k8s.io/client-go/restmapper"
 
 	"github.com/sidecar-terminator/sidecar-terminator/controller/deploy"
-	"github.com/sidecar-terminator/sidecar-terminator/e2e/cluster"
-	"github.com/sidecar-terminator/sidecar-terminator/hack/toolbin"
-	"github.com/sidecar-terminator/sidecar-terminator/images/oci"
 )
 
 // A real kube-apiserver accepts every object the chart renders with strict
@@ -29,32 +24,12 @@ import (
 // Security level, while it rejects a privileged one there (so the check
 // has teeth). No node is needed: the pod is created with dry-run.
 func TestChartObjectsAdmittedUnderRestrictedPodSecurity(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts etcd and kube-apiserver; skipped with -short")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
-	root, err := oci.RepoRoot()
+	e, cp := newControlPlaneEnv(t)
+	ctx := e.ctx
+	objs, err := deploy.Template(ctx, e.helm, deploy.ChartDir(e.root), deploy.Namespace)
 	if err != nil {
 		t.Fatal(err)
 	}
-	helm, err := toolbin.Path(ctx, "helm")
-	if err != nil {
-		t.Fatalf("build helm: %v", err)
-	}
-	objs, err := deploy.Template(ctx, helm, deploy.ChartDir(root), deploy.Namespace)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cp, err := cluster.StartControlPlane(ctx, cluster.Options{Logf: t.Logf})
-	if err != nil {
-		t.Fatalf("start control plane: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := cp.Stop(); err != nil {
-			t.Errorf("stop control plane: %v", err)
-		}
-	})
 	cs := kubernetes.NewForConfigOrDie(cp.RestConfig)
 	dyn := dynamic.NewForConfigOrDie(cp.RestConfig)
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(discovery.NewDiscoveryClientForConfigOrDie(cp.RestConfig)))

@@ -32,7 +32,6 @@ import (
 	"github.com/sidecar-terminator/sidecar-terminator/controller/deploy"
 	"github.com/sidecar-terminator/sidecar-terminator/e2e/cases"
 	"github.com/sidecar-terminator/sidecar-terminator/e2e/cluster"
-	"github.com/sidecar-terminator/sidecar-terminator/hack/toolbin"
 	"github.com/sidecar-terminator/sidecar-terminator/images"
 	"github.com/sidecar-terminator/sidecar-terminator/images/oci"
 )
@@ -61,18 +60,10 @@ func freePort(t *testing.T) int {
 
 func TestChartOnLocalCluster(t *testing.T) {
 	skipUnlessHost(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
-	defer cancel()
+	e := newTestEnv(t, 30*time.Minute)
+	ctx, root, helm := e.ctx, e.root, e.helm
 	logf := func(f string, a ...any) { t.Logf("harness: "+f, a...) }
 
-	root, err := oci.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	helm, err := toolbin.Path(ctx, "helm")
-	if err != nil {
-		t.Fatalf("build helm: %v", err)
-	}
 	auditLog := filepath.Join(t.TempDir(), "audit.log")
 	c, err := cluster.Up(ctx, cluster.UpOptions{AuditLogPath: auditLog, Logf: logf})
 	if err != nil {

@@ -19,9 +19,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/sidecar-terminator/sidecar-terminator/e2e/cluster"
-	"github.com/sidecar-terminator/sidecar-terminator/hack/toolbin"
 	"github.com/sidecar-terminator/sidecar-terminator/images"
-	"github.com/sidecar-terminator/sidecar-terminator/images/oci"
 )
 
 // The kind suites run the mock node under the RBAC of kind/mock-node. Here
@@ -29,33 +27,13 @@ import (
 // with its ServiceAccount's token: it must register its node and play a pod
 // through an image swap without one forbidden call.
 func TestMockNodeChartRBAC(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts etcd and kube-apiserver; skipped with -short")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
-	root, err := oci.RepoRoot()
+	e, cp := newControlPlaneEnv(t)
+	ctx := e.ctx
+	bin, err := cluster.BuildMockNode(ctx, e.root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	helm, err := toolbin.Path(ctx, "helm")
-	if err != nil {
-		t.Fatalf("build helm: %v", err)
-	}
-	bin, err := cluster.BuildMockNode(ctx, root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cp, err := cluster.StartControlPlane(ctx, cluster.Options{Logf: t.Logf})
-	if err != nil {
-		t.Fatalf("start control plane: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := cp.Stop(); err != nil {
-			t.Errorf("stop control plane: %v", err)
-		}
-	})
-	if out, err := exec.CommandContext(ctx, helm, "install", "mock-node", filepath.Join(root, "kind", "mock-node"),
+	if out, err := exec.CommandContext(ctx, e.helm, "install", "mock-node", filepath.Join(e.root, "kind", "mock-node"),
 		"--kubeconfig", cp.Kubeconfig, "--namespace", "mock-node", "--create-namespace").CombinedOutput(); err != nil {
 		t.Fatalf("helm install: %v\n%s", err, out)
 	}

@@ -124,7 +124,8 @@ func TestJobsOnNormalNodes(t *testing.T) {
 
 func TestJobsOnVirtualNode(t *testing.T) {
 	requireCluster(t, "virtual")
-	testenv.TestInParallel(t, virtualNodeFeatures()...)
+	// No audit log here: the controller's writes are not counted.
+	testenv.TestInParallel(t, cases.VirtualNodeFeatures(cases.VirtualNodeEnv{Timeout: 3 * time.Minute})...)
 }
 
 // chartController restarts the controller the way a node drain or a

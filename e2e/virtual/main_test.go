@@ -20,19 +20,14 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/e2e-framework/klient"
 	"sigs.k8s.io/e2e-framework/pkg/env"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
+	"github.com/sidecar-terminator/sidecar-terminator/e2e/cases"
 	"github.com/sidecar-terminator/sidecar-terminator/e2e/cluster"
-)
-
-// The images pods name; the mock node knows the first two, and the third
-// stands for a sidecar image no registry serves.
-const (
-	workloadImage   = "ghcr.io/sidecar-terminator/workload:dev"
-	quickExitImage  = "ghcr.io/sidecar-terminator/quick-exit:dev"
-	unpullableImage = "registry.invalid/sidecar-terminator/never-pulls:1"
 )
 
 var virtualNodes = []string{"virtual-1", "virtual-2"}
@@ -44,11 +39,11 @@ var (
 
 // suiteEnv is what Setup started, shared by the features.
 type suiteEnv struct {
-	cp    *cluster.ControlPlane
-	ctl   *cluster.Controller
-	nodes *cluster.VirtualNodes
-	kube  kubernetes.Interface
-	audit string
+	cp      *cluster.ControlPlane
+	ctl     *cluster.Controller
+	nodes   *cluster.VirtualNodes
+	clients cases.Clients
+	audit   string
 	// teardownErr fails the run even when every test passed.
 	teardownErr error
 }
@@ -100,7 +95,7 @@ func (s *suiteEnv) start(ctx context.Context, cfg *envconf.Config) (context.Cont
 	}
 	logf("control plane up and binaries built: %s", time.Since(t0).Round(time.Millisecond))
 	s.nodes, err = s.cp.StartVirtualNodes(ctx, nodeBin, virtualNodes,
-		"--pull-delay=300ms", "--start-delay=100ms", "--restart-backoff=1s", "--unpullable="+unpullableImage)
+		"--pull-delay=300ms", "--start-delay=100ms", "--restart-backoff=1s", "--unpullable="+cases.UnpullableImage)
 	if err != nil {
 		return ctx, err
 	}
@@ -112,8 +107,12 @@ func (s *suiteEnv) start(ctx context.Context, cfg *envconf.Config) (context.Cont
 	if s.ctl, err = c.StartController(ctx, ctlBin, "-v=2"); err != nil {
 		return ctx, fmt.Errorf("start controller: %w", err)
 	}
-	s.kube = kubernetes.NewForConfigOrDie(s.cp.RestConfig)
-	cfg.WithKubeconfigFile(s.cp.Kubeconfig)
+	s.clients = cases.Clients{Kube: kubernetes.NewForConfigOrDie(s.cp.RestConfig), Dynamic: dynamic.NewForConfigOrDie(s.cp.RestConfig)}
+	kc, err := klient.New(s.cp.RestConfig)
+	if err != nil {
+		return ctx, fmt.Errorf("klient: %w", err)
+	}
+	cfg.WithClient(kc).WithKubeconfigFile(s.cp.Kubeconfig)
 	logf("setup done in %s; run dir %s", time.Since(t0).Round(time.Millisecond), s.cp.RunDir)
 	return ctx, nil
 }

@@ -14,7 +14,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
+	"github.com/sidecar-terminator/sidecar-terminator/e2e/cases"
 	"github.com/sidecar-terminator/sidecar-terminator/e2e/cluster"
+	"github.com/sidecar-terminator/sidecar-terminator/images"
 	"github.com/sidecar-terminator/sidecar-terminator/images/oci"
 )
 
@@ -47,26 +49,31 @@ func TestMixedJobOverRealAndVirtualNodes(t *testing.T) {
 	defer cancel()
 	real := startRealNode(ctx, t)
 
-	ns := newNamespace(ctx, t, "mixed")
 	hosts := append([]string{real.Name}, virtualNodes...)
-	js := jobSpec{name: "mixed", policy: corev1.RestartPolicyNever, parallelism: 20,
-		main: mainFor(3, 0), sidecar: sidecarExit(0), sidecarEnv: []corev1.EnvVar{envPlain, envImage},
-		pod: func(ps *corev1.PodSpec) { spreadOver(ps, "mixed", hosts) }}
-	obs := runJob(ctx, t, ns, js, 4*time.Minute)
-	if got := jobFinished(obs.job); got != batchv1.JobComplete {
-		t.Fatalf("job ended %q, want Complete\n%s", got, describePods(obs))
+	js := cases.VirtualJob("mixed", corev1.RestartPolicyNever, cases.Main(cases.VirtualMain, 3, 0),
+		cases.Sidecar(cases.VirtualSidecar, "exit:0", true).With(cases.EnvWhenJobExitWithImage, images.QuickExit.Ref))
+	js.Parallelism = 20
+	newNamespace(ctx, t, js.Namespace)
+	job := cases.OnVirtualNode(js.Build())
+	spreadOver(&job.Spec.Template.Spec, js.Name, hosts)
+	run, err := cases.RunWatched(ctx, suite.clients, job, 4*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cases.JobFinished(run.Job); got != batchv1.JobComplete {
+		t.Fatalf("job ended %q, want Complete\n%s", got, run.Describe())
 	}
 
 	perNode := map[string]int{}
 	var want []string
-	for _, p := range obs.pods() {
+	for _, p := range run.Pods() {
 		perNode[p.Spec.NodeName]++
 		if p.Status.Phase != corev1.PodSucceeded {
 			t.Errorf("pod %s on %s ended %s", p.Name, p.Spec.NodeName, p.Status.Phase)
 		}
 		if p.Spec.NodeName == real.Name {
 			want = append(want, "create containerrecreaterequests "+decision.CRRName(p, 1)+" 201")
-			if img := containerImage(p, "sidecar"); img != workloadImage {
+			if img := cases.ContainerImage(p, cases.VirtualSidecar); img != images.Workload.Ref {
 				t.Errorf("real-node pod %s: sidecar image %s, want it untouched (CRR path)", p.Name, img)
 			}
 		} else {
@@ -79,16 +86,16 @@ func TestMixedJobOverRealAndVirtualNodes(t *testing.T) {
 			t.Errorf("no pod ran on %s: the spread did not cover every node (%v)", h, perNode)
 		}
 	}
-	if len(obs.pods()) != 20 {
-		t.Errorf("saw %d pods, want 20 (a failed pod was replaced?)\n%s", len(obs.pods()), describePods(obs))
+	if len(run.Pods()) != 20 {
+		t.Errorf("saw %d pods, want 20 (a failed pod was replaced?)\n%s", len(run.Pods()), run.Describe())
 	}
-	got := controllerWrites(t, ns)
+	got := controllerWrites(t, js.Namespace)
 	slices.Sort(got)
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Errorf("controller writes (%d):\n %q\nwant (%d):\n %q", len(got), got, len(want), want)
 	}
-	checkSwapOnlyAfterMainsDone(t, obs)
+	run.CheckSwapOnlyAfterMainDone(t, cases.VirtualSidecar, images.QuickExit.Ref, cases.VirtualMain, 0)
 }
 
 // startRealNode adds a kubelet + containerd node and OpenKruise's manager
@@ -118,9 +125,9 @@ func startRealNode(ctx context.Context, t *testing.T) *cluster.Node {
 }
 
 // spreadOver lets the pods run on the given nodes only, evenly: a required
-// node affinity on the hostname, a hostname topology spread, and the
-// toleration of the virtual nodes' taint. The virtual nodes' nodeSelector is
-// dropped so the real node qualifies.
+// node affinity on the hostname and a hostname topology spread over the
+// pods labelled case=caseLabel. The virtual nodes' nodeSelector is dropped
+// so the real node qualifies; their toleration stays.
 func spreadOver(ps *corev1.PodSpec, caseLabel string, hosts []string) {
 	ps.NodeSelector = nil
 	ps.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{

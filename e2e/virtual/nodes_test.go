@@ -22,7 +22,7 @@ func TestVirtualNodesRegisterAsServerlessNodes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for _, name := range virtualNodes {
-		n, err := suite.kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		n, err := suite.clients.Kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,6 +11,9 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/sidecar-terminator/sidecar-terminator/e2e/cases"
+	"github.com/sidecar-terminator/sidecar-terminator/images"
 )
 
 // TestManyPodsOnVirtualNodes is opt-in (VIRTUAL_E2E_SCALE=N): one Job of N
@@ -23,16 +26,20 @@ func TestManyPodsOnVirtualNodes(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	ns := newNamespace(ctx, t, "scale")
-	js := jobSpec{name: "scale", policy: corev1.RestartPolicyNever, parallelism: int32(n),
-		main: mainFor(5, 0), sidecar: sidecarExit(0), sidecarEnv: []corev1.EnvVar{envImage}}
+	js := cases.VirtualJob("scale", corev1.RestartPolicyNever, cases.Main(cases.VirtualMain, 5, 0),
+		cases.Sidecar(cases.VirtualSidecar, "exit:0", false).With(cases.EnvWhenJobExitWithImage, images.QuickExit.Ref))
+	js.Parallelism = int32(n)
+	newNamespace(ctx, t, js.Namespace)
 	t0 := time.Now()
-	obs := runJob(ctx, t, ns, js, 25*time.Minute)
+	run, err := cases.RunWatched(ctx, suite.clients, cases.OnVirtualNode(js.Build()), 25*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
 	elapsed := time.Since(t0)
-	if got := jobFinished(obs.job); got != batchv1.JobComplete {
+	if got := cases.JobFinished(run.Job); got != batchv1.JobComplete {
 		t.Fatalf("job ended %q, want Complete", got)
 	}
-	pods := obs.pods()
+	pods := run.Pods()
 	var want []string
 	perNode := map[string]int{}
 	for _, p := range pods {
@@ -42,14 +49,14 @@ func TestManyPodsOnVirtualNodes(t *testing.T) {
 		}
 		want = append(want, "patch pods "+p.Name+" 200")
 	}
-	got := controllerWrites(t, ns)
+	got := controllerWrites(t, js.Namespace)
 	slices.Sort(got)
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Errorf("controller writes: %d, want one patch per pod (%d)", len(got), len(want))
 	}
-	checkSwapOnlyAfterMainsDone(t, obs)
+	run.CheckSwapOnlyAfterMainDone(t, cases.VirtualSidecar, images.QuickExit.Ref, cases.VirtualMain, 0)
 	t.Logf("%d pods (%v) Complete in %s: %.1f pods/s; %d pod versions watched",
-		len(pods), perNode, elapsed.Round(time.Second), float64(len(pods))/elapsed.Seconds(), len(obs.versions))
+		len(pods), perNode, elapsed.Round(time.Second), float64(len(pods))/elapsed.Seconds(), len(run.Versions()))
 	fmt.Fprintf(os.Stderr, "virtual: scale %d pods in %s\n", len(pods), elapsed.Round(time.Second))
 }
