@@ -68,9 +68,12 @@ var chaosScenarios = []chaosScenario{
 		maxCRRs: 1, opts: func(w *chaosWorld) burstOptions {
 			return burstOptions{during: func(ctx context.Context, b *burst) {
 				waitActed(ctx, b, len(b.pods)/3)
+				down := time.Now()
 				if err := w.cp.RestartAPIServer(ctx, 5*time.Second); err != nil {
 					w.cfg.Logf("restart kube-apiserver: %v", err)
+					return
 				}
+				w.cfg.Logf("kube-apiserver restarted: serving again %.1fs after it was stopped, %.1fs into the burst", time.Since(down).Seconds(), time.Since(b.start).Seconds())
 			}}
 		}},
 	{name: "kruise-daemon-down-30s", purpose: "CRR-path sidecars stop only 30 s after the burst: past the 10 s CRR deadline the controller retries, one CRR at a time, bounded",

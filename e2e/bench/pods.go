@@ -32,7 +32,8 @@ func jobPod(run string, i int, virtual bool) *corev1.Pod {
 		node, env = fmt.Sprintf("%s%d", VirtualNodePrefix, i%2+1), corev1.EnvVar{Name: decision.EnvTerminateWithImage, Value: QuickExitImage}
 	}
 	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%05d", run, i), Namespace: Namespace, Labels: map[string]string{runLabel: run}},
+		// Named as the Job controller names its pods: by the API server, from generateName.
+		ObjectMeta: metav1.ObjectMeta{GenerateName: run + "-", Namespace: Namespace, Labels: map[string]string{runLabel: run}},
 		Spec: corev1.PodSpec{
 			RestartPolicy: corev1.RestartPolicyNever, NodeName: node,
 			Containers: []corev1.Container{

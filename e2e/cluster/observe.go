@@ -21,25 +21,51 @@ import (
 // `sidecar_terminator_actions_total{method="ImageSwap",result="success"}`;
 // 0 when the series is absent.
 func (ctl *Controller) Metric(ctx context.Context, series string) (float64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ctl.MetricsURL, nil)
+	body, err := ctl.scrape(ctx)
 	if err != nil {
 		return 0, err
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(body), "\n") {
+	for _, line := range strings.Split(body, "\n") {
 		if strings.HasPrefix(line, series+" ") {
 			return strconv.ParseFloat(strings.TrimSpace(strings.TrimPrefix(line, series)), 64)
 		}
 	}
 	return 0, nil
+}
+
+func (ctl *Controller) scrape(ctx context.Context) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ctl.MetricsURL, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return string(body), err
+}
+
+// MetricTotal sums every series of one metric name, whatever its labels
+// (name{...} value or name value).
+func (ctl *Controller) MetricTotal(ctx context.Context, name string) (float64, error) {
+	body, err := ctl.scrape(ctx)
+	if err != nil {
+		return 0, err
+	}
+	total := 0.0
+	for _, line := range strings.Split(body, "\n") {
+		if !strings.HasPrefix(line, name+" ") && !strings.HasPrefix(line, name+"{") {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+		if err != nil {
+			return 0, fmt.Errorf("metric line %q: %w", line, err)
+		}
+		total += v
+	}
+	return total, nil
 }
 
 // auditEntry is the part of an audit.k8s.io/v1 Event read here.
@@ -91,7 +117,11 @@ func MutatingRequestsIn(auditLog, user, namespace string) ([]string, error) {
 		if a.ObjectRef.Subresource != "" {
 			res += "/" + a.ObjectRef.Subresource
 		}
-		out = append(out, a.Verb+" "+res+" "+a.ObjectRef.Name+" "+strconv.Itoa(a.ResponseStatus.Code))
+		name := a.ObjectRef.Name
+		if name == "" {
+			name = "-" // a create refused before its body was read names nothing
+		}
+		out = append(out, a.Verb+" "+res+" "+name+" "+strconv.Itoa(a.ResponseStatus.Code))
 	}
 	return out, sc.Err()
 }

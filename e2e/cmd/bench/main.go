@@ -33,6 +33,7 @@ func main() {
 	fs.IntVar(&cfg.Workers, "workers", 8, "workers of both terminators")
 	qps := fs.Float64("qps", 500, "client QPS of both terminators")
 	fs.IntVar(&cfg.Burst, "burst", 1000, "client burst of both terminators")
+	fs.StringVar(&cfg.ProfileDir, "profile-dir", "", "run the controller with --profiling and keep its CPU and heap profiles here")
 	out := fs.String("out", "e2e/bench/results", "directory for the results")
 	scenario := fs.String("scenario", "", "chaos: run only this scenario")
 	if chaos {
