@@ -1,59 +1,94 @@
 package app
 
 import (
+	"hash/fnv"
 	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
 )
 
-// flushingEvents counts the events recorded and the calls made to the API to
-// write them, so that a stopping controller can wait for the ones still
-// queued: an action whose event is lost on shutdown would be invisible, and
-// the next leader, finding the work done, records none.
-type flushingEvents struct {
-	record.EventSink
-	recorded, written atomic.Int64
+// eventShards is how many of client-go's event broadcasters write at once.
+// One broadcaster writes its events one at a time and drops what it cannot
+// queue (1,000): in a burst of thousands of actions, each with its event,
+// the events fell behind and were dropped. Every event of a pod goes through
+// the same shard, so that shard's correlator still sees all of them (its
+// aggregation and spam filter work per object).
+const eventShards = 8
+
+// events records through eventShards broadcasters into one sink, counting
+// the events recorded and the calls made to write them, so that a stopping
+// controller can wait for the ones still queued: an action whose event is
+// lost on shutdown would be invisible, and the next leader, finding the work
+// done, records none.
+type events struct {
+	sink         *countingSink
+	broadcasters []record.EventBroadcaster
+	recorders    []record.EventRecorder
+	recorded     atomic.Int64
 }
 
-// recorder wraps r so that every event is counted.
-func (f *flushingEvents) recorder(r record.EventRecorder) countingRecorder {
-	return countingRecorder{EventRecorder: r, count: &f.recorded}
+func newEvents(sink record.EventSink, scheme *runtime.Scheme, source corev1.EventSource, shards int) *events {
+	e := &events{sink: &countingSink{EventSink: sink}}
+	for range shards {
+		b := record.NewBroadcaster()
+		b.StartRecordingToSink(e.sink)
+		e.broadcasters = append(e.broadcasters, b)
+		e.recorders = append(e.recorders, b.NewRecorder(scheme, source))
+	}
+	return e
 }
 
-func (f *flushingEvents) Create(e *corev1.Event) (*corev1.Event, error) {
-	defer f.written.Add(1)
-	return f.EventSink.Create(e)
+// Event records on the shard of the object's UID.
+func (e *events) Event(object runtime.Object, eventtype, reason, message string) {
+	e.recorded.Add(1)
+	shard := 0
+	if m, err := meta.Accessor(object); err == nil {
+		h := fnv.New32a()
+		h.Write([]byte(m.GetUID()))
+		shard = int(h.Sum32() % uint32(len(e.recorders)))
+	}
+	e.recorders[shard].Event(object, eventtype, reason, message)
 }
 
-func (f *flushingEvents) Update(e *corev1.Event) (*corev1.Event, error) {
-	defer f.written.Add(1)
-	return f.EventSink.Update(e)
-}
-
-func (f *flushingEvents) Patch(e *corev1.Event, data []byte) (*corev1.Event, error) {
-	defer f.written.Add(1)
-	return f.EventSink.Patch(e, data)
-}
-
-// wait returns once every recorded event was written, or after max: the
-// correlator may drop spam, which is never written.
-func (f *flushingEvents) wait(max time.Duration) {
+// shutdown waits until every recorded event was written, or max passes (the
+// correlator may drop spam, which is never written), then stops the
+// broadcasters.
+func (e *events) shutdown(max time.Duration) {
 	for deadline := time.Now().Add(max); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if f.written.Load() >= f.recorded.Load() {
-			return
+		if e.sink.written.Load() >= e.recorded.Load() {
+			break
 		}
+	}
+	if left := e.recorded.Load() - e.sink.written.Load(); left > 0 {
+		klog.Background().Info("Events not written before shutdown", "count", left)
+	}
+	for _, b := range e.broadcasters {
+		b.Shutdown()
 	}
 }
 
-type countingRecorder struct {
-	record.EventRecorder
-	count *atomic.Int64
+// countingSink counts the writes of events.
+type countingSink struct {
+	record.EventSink
+	written atomic.Int64
 }
 
-func (c countingRecorder) Event(object runtime.Object, eventtype, reason, message string) {
-	c.count.Add(1)
-	c.EventRecorder.Event(object, eventtype, reason, message)
+func (s *countingSink) Create(e *corev1.Event) (*corev1.Event, error) {
+	defer s.written.Add(1)
+	return s.EventSink.Create(e)
+}
+
+func (s *countingSink) Update(e *corev1.Event) (*corev1.Event, error) {
+	defer s.written.Add(1)
+	return s.EventSink.Update(e)
+}
+
+func (s *countingSink) Patch(e *corev1.Event, data []byte) (*corev1.Event, error) {
+	defer s.written.Add(1)
+	return s.EventSink.Patch(e, data)
 }

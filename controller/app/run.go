@@ -24,7 +24,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -102,14 +101,9 @@ func Run(ctx context.Context, o *Options) error {
 		return err
 	}
 	// Not tied to ctx: on shutdown the queued events are still written.
-	broadcaster := record.NewBroadcaster()
-	events := &flushingEvents{EventSink: &typedcorev1.EventSinkImpl{Interface: eventsClient.CoreV1().Events("")}}
-	broadcaster.StartRecordingToSink(events)
-	defer func() {
-		events.wait(5 * time.Second)
-		broadcaster.Shutdown()
-	}()
-	recorder := events.recorder(broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "sidecar-terminator"}))
+	recorder := newEvents(&typedcorev1.EventSinkImpl{Interface: eventsClient.CoreV1().Events("")}, scheme.Scheme,
+		corev1.EventSource{Component: "sidecar-terminator"}, eventShards)
+	defer recorder.shutdown(5 * time.Second)
 
 	caches, err := kube.NewCaches(clients.Kube, clients.Meta, clients.Kruise, crrAPI)
 	if err != nil {

@@ -3,7 +3,14 @@ package bench
 import (
 	"context"
 	"fmt"
+	"strings"
+	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/sidecar-terminator/sidecar-terminator/controller/reconciler"
 	"github.com/sidecar-terminator/sidecar-terminator/e2e/cluster"
 )
 
@@ -69,4 +76,34 @@ func breakdown(before, after map[string]float64) Breakdown {
 func (b Breakdown) String() string {
 	return fmt.Sprintf("%.0f syncs (mean %.0f ms queued, %.0f ms syncing); %.0f API requests (mean %.0f ms in the client's QPS limiter, %.0f ms at the API server)",
 		b.Syncs, b.MeanQueueWait*1000, b.MeanSync*1000, b.Requests, b.MeanLimiterWait*1000, b.MeanRequest*1000)
+}
+
+// waitForEvents counts the controller's SidecarTerminating events until every
+// pod of the burst has one or three minutes pass: each action's event must
+// reach the API server, not only the action.
+func waitForEvents(ctx context.Context, kube kubernetes.Interface, want int, since time.Time) (int, float64) {
+	selector := fields.OneTermEqualSelector("reason", reconciler.ReasonTerminated).String()
+	seen, lastSeen := 0, time.Time{}
+	for deadline := time.Now().Add(3 * time.Minute); time.Now().Before(deadline) && ctx.Err() == nil; time.Sleep(2 * time.Second) {
+		list, err := kube.CoreV1().Events(Namespace).List(ctx, metav1.ListOptions{FieldSelector: selector, ResourceVersion: "0"})
+		if err != nil {
+			continue
+		}
+		pods := map[string]bool{}
+		for _, ev := range list.Items {
+			if strings.HasPrefix(ev.InvolvedObject.Name, "ctl-") {
+				pods[ev.InvolvedObject.Name] = true
+			}
+		}
+		if len(pods) > seen {
+			seen, lastSeen = len(pods), time.Now()
+		}
+		if seen >= want {
+			break
+		}
+	}
+	if lastSeen.IsZero() {
+		return seen, 0
+	}
+	return seen, lastSeen.Sub(since).Seconds()
 }

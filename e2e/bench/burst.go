@@ -35,6 +35,8 @@ type BurstResult struct {
 	CPUSeconds          float64 `json:"cpuSeconds"`
 	CPUSecondsPer1000   float64 `json:"cpuSecondsPer1000Pods"`
 	RSSBytesAfter       int64   `json:"rssBytesAfter"`
+	// FirstExit is when the first main exit was written.
+	FirstExit time.Time `json:"firstExit"`
 }
 
 // burst creates pods running on the bench nodes, then ends every main
@@ -95,6 +97,7 @@ func runBurstWith(ctx context.Context, kube kubernetes.Interface, kruise kruisec
 
 	start := time.Now()
 	b.start = start
+	res.FirstExit = start
 	if opts.during != nil {
 		go opts.during(watchCtx, b)
 	}

@@ -55,6 +55,10 @@ type Report struct {
 	RSSRatioAfter         float64  `json:"rssRatioAfter"`
 	// Breakdown is where the controller's time went during the burst.
 	Breakdown Breakdown `json:"controllerBreakdown"`
+	// Events is how many SidecarTerminating events the burst's pods got,
+	// and EventsSeconds when the last one was seen, from the first exit.
+	Events        int     `json:"events"`
+	EventsSeconds float64 `json:"eventsSeconds"`
 }
 
 // profileSeconds is the CPU profile's length: the 5,000-pod burst takes
@@ -132,6 +136,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	rep.Breakdown = breakdown(before, after)
 	logf("controller during the burst: %s", rep.Breakdown)
+	rep.Events, rep.EventsSeconds = waitForEvents(ctx, kube, cfg.BurstPods, rep.Controller.FirstExit)
+	logf("controller events: %d SidecarTerminating, the last seen %.1fs after the first main exit", rep.Events, rep.EventsSeconds)
 	if cfg.ProfileDir != "" {
 		prof.take(ctx, "heap", "controller.heap.after")
 	}
@@ -305,6 +311,7 @@ func (r *Report) Markdown() string {
 	fmt.Fprintf(&b, "- controller writes per terminated pod (audit log, events and leases aside): **%.2f** (%s)\n", r.WritesPerPod, strings.Join(r.WriteKinds, ", "))
 	fmt.Fprintf(&b, "- controller memory with the background pods, after the initial list: RSS **%s**, Go heap %s; after the burst: RSS %s, heap %s\n",
 		mib(r.ControllerRSSInitial), mib(r.ControllerHeapInitial), mib(r.Controller.RSSBytesAfter), mib(r.ControllerHeapAfter))
+	fmt.Fprintf(&b, "- events: %d of %d pods got their SidecarTerminating event, the last seen %.1fs after the first main exit\n", r.Events, r.Config.BurstPods, r.EventsSeconds)
 	fmt.Fprintf(&b, "- where the controller's time went during the burst: %s\n", r.Breakdown)
 	fmt.Fprintf(&b, "- yardstick RSS (untrimmed cache of every pod): %s after its initial list, %s after the burst; controller / yardstick after the burst: **%.2f×**\n",
 		mib(r.YardstickRSSInitial), mib(r.Yardstick.RSSBytesAfter), r.RSSRatioAfter)

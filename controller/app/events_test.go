@@ -1,0 +1,55 @@
+package app
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/scheme"
+)
+
+// slowSink stands in for an API server under a burst: each write takes a while.
+type slowSink struct {
+	delay time.Duration
+	mu    sync.Mutex
+	pods  map[string]int
+}
+
+func (s *slowSink) Create(e *corev1.Event) (*corev1.Event, error) {
+	time.Sleep(s.delay)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pods[e.InvolvedObject.Name]++
+	return e, nil
+}
+func (s *slowSink) Update(e *corev1.Event) (*corev1.Event, error) { return e, nil }
+func (s *slowSink) Patch(e *corev1.Event, _ []byte) (*corev1.Event, error) {
+	return e, nil
+}
+
+// A burst of actions, each with its event, faster than one writer can write
+// them: every pod still gets its event, and shutdown waits for the last.
+func TestEventsOfABurstAreAllWritten(t *testing.T) {
+	const pods = 4000 // one broadcaster queues 2,000 at most and drops the rest
+	sink := &slowSink{delay: 2 * time.Millisecond, pods: map[string]int{}}
+	ev := newEvents(sink, scheme.Scheme, corev1.EventSource{Component: "test"}, eventShards)
+	for i := range pods {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("p%d", i), UID: types.UID(fmt.Sprintf("uid-%d", i))}}
+		ev.Event(pod, corev1.EventTypeNormal, "SidecarTerminating", "stopping")
+	}
+	ev.shutdown(time.Minute)
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	if len(sink.pods) != pods {
+		t.Fatalf("%d of %d pods got their event", len(sink.pods), pods)
+	}
+	for name, n := range sink.pods {
+		if n != 1 {
+			t.Fatalf("pod %s got %d events, want 1", name, n)
+		}
+	}
+}
