@@ -22,6 +22,23 @@ type outcome struct {
 	swapTo  string // the sidecar's image after a swap
 }
 
+func (o outcome) String() string {
+	var parts []string
+	if o.warning != "" {
+		parts = append(parts, "Warning "+o.warning)
+	}
+	if o.crr {
+		parts = append(parts, "CRR")
+	}
+	if o.swapTo != "" {
+		parts = append(parts, "image swapped")
+	}
+	if !o.crr && o.swapTo == "" {
+		parts = append(parts, "no action")
+	}
+	return strings.Join(parts, ", ")
+}
+
 // TestBadInputGetsAWarningNeverAWrongKill creates pods with every kind of bad
 // input the issue lists, against the real binary, and checks each ends with
 // its Warning event or its documented action, that main containers keep
@@ -126,6 +143,7 @@ func TestBadInputGetsAWarningNeverAWrongKill(t *testing.T) {
 		if _, err := e.kruise.AppsV1alpha1().ContainerRecreateRequests("default").Get(ctx, decision.CRRName(pods[name], 1), metav1.GetOptions{}); err == nil && !tc.outcome.crr {
 			t.Errorf("%s: unexpected CRR", name)
 		}
+		t.Logf("%-29s %s; main container untouched", name+":", tc.outcome)
 	}
 	if !e.ctl.Process.Alive() {
 		t.Fatalf("controller died:\n%s", e.ctl.LogTail(40))
