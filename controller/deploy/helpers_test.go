@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/sidecar-terminator/sidecar-terminator/hack/repo"
 	"github.com/sidecar-terminator/sidecar-terminator/hack/toolbin"
 )
 
@@ -31,7 +32,7 @@ func helmBinary(t *testing.T) string {
 
 func repoRoot(t *testing.T) string {
 	t.Helper()
-	root, err := toolbin.RepoRoot()
+	root, err := repo.Root()
 	if err != nil {
 		t.Fatal(err)
 	}

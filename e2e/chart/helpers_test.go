@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/sidecar-terminator/sidecar-terminator/e2e/cluster"
+	"github.com/sidecar-terminator/sidecar-terminator/hack/repo"
 	"github.com/sidecar-terminator/sidecar-terminator/hack/toolbin"
-	"github.com/sidecar-terminator/sidecar-terminator/images/oci"
 )
 
 // testEnv is what every test here starts from.
@@ -23,7 +23,7 @@ func newTestEnv(t *testing.T, timeout time.Duration) testEnv {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	t.Cleanup(cancel)
-	root, err := oci.RepoRoot()
+	root, err := repo.Root()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/restmapper"
 
-	"github.com/sidecar-terminator/sidecar-terminator/images/oci"
+	"github.com/sidecar-terminator/sidecar-terminator/hack/repo"
 )
 
 // The controller's identity, as its deploy manifests define it.
@@ -165,7 +165,7 @@ func (ctl *Controller) LogTail(n int) string {
 // BuildAndStartController builds the controller from this repository,
 // applies its RBAC and starts it, as `cluster up --controller` and the demo do.
 func (c *Cluster) BuildAndStartController(ctx context.Context, extraArgs ...string) (*Controller, error) {
-	root, err := oci.RepoRoot()
+	root, err := repo.Root()
 	if err != nil {
 		return nil, err
 	}

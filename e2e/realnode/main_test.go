@@ -19,7 +19,7 @@ import (
 
 	"github.com/sidecar-terminator/sidecar-terminator/e2e/cases"
 	"github.com/sidecar-terminator/sidecar-terminator/e2e/cluster"
-	"github.com/sidecar-terminator/sidecar-terminator/images/oci"
+	"github.com/sidecar-terminator/sidecar-terminator/hack/repo"
 )
 
 var (
@@ -64,7 +64,7 @@ func TestMain(m *testing.M) {
 			return ctx, fmt.Errorf("bring the cluster up: %w", err)
 		}
 		harness.cluster = c
-		root, err := oci.RepoRoot()
+		root, err := repo.Root()
 		if err != nil {
 			return ctx, err
 		}

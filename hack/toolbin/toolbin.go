@@ -6,15 +6,15 @@
 package toolbin
 
 import (
-	"github.com/sidecar-terminator/sidecar-terminator/hack/filelock"
-
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/sidecar-terminator/sidecar-terminator/hack/filelock"
+	"github.com/sidecar-terminator/sidecar-terminator/hack/repo"
 )
 
 // Packages maps a tool's name, which is also its module's directory under
@@ -40,25 +40,6 @@ func CacheDir() (string, error) {
 	return filepath.Join(home, ".cache", "sidecar-terminator", "tools"), nil
 }
 
-// RepoRoot is the root of the sidecar-terminator module, found from the
-// working directory so that tests (run in their package dir) and commands
-// agree.
-func RepoRoot() (string, error) {
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w", err)
-	}
-	gomod := strings.TrimSpace(string(out))
-	if gomod == "" || gomod == os.DevNull {
-		return "", errors.New("not inside the sidecar-terminator module")
-	}
-	root := filepath.Dir(gomod)
-	if _, err := os.Stat(filepath.Join(root, "hack", "tools")); err != nil {
-		return "", fmt.Errorf("%s has no hack/tools: %w", root, err)
-	}
-	return root, nil
-}
-
 // Path returns the binary of the named tool at its pinned version, building
 // it first when the cache lacks it.
 func Path(ctx context.Context, name string) (string, error) {
@@ -66,7 +47,7 @@ func Path(ctx context.Context, name string) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("unknown tool %q", name)
 	}
-	root, err := RepoRoot()
+	root, err := repo.Root()
 	if err != nil {
 		return "", err
 	}

@@ -6,12 +6,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/sidecar-terminator/sidecar-terminator/hack/repo"
 )
 
 // Every tool toolbin knows has its own module under hack/tools, pinning it
 // with a tool directive for the package toolbin builds.
 func TestEveryToolHasItsPinnedModule(t *testing.T) {
-	root, err := RepoRoot()
+	root, err := repo.Root()
 	if err != nil {
 		t.Fatal(err)
 	}

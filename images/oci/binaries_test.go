@@ -8,11 +8,13 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sidecar-terminator/sidecar-terminator/hack/repo"
 )
 
 func buildBinary(t *testing.T, dir string) string {
 	t.Helper()
-	root, err := RepoRoot()
+	root, err := repo.Root()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sidecar-terminator/sidecar-terminator/hack/repo"
 	"github.com/sidecar-terminator/sidecar-terminator/images"
 )
 
@@ -79,7 +80,7 @@ func parseDockerfile(path string) (dockerfile, error) {
 }
 
 func TestDockerfilesAgreeWithOCIBuild(t *testing.T) {
-	root, err := RepoRoot()
+	root, err := repo.Root()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +145,7 @@ func layerFiles(t *testing.T, l interface{ Uncompressed() (io.ReadCloser, error)
 }
 
 func TestQuickExitREADMEListsEveryPath(t *testing.T) {
-	root, err := RepoRoot()
+	root, err := repo.Root()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
+	"github.com/sidecar-terminator/sidecar-terminator/hack/repo"
 	"github.com/sidecar-terminator/sidecar-terminator/images"
 )
 
@@ -164,24 +165,9 @@ func WriteTarball(ctx context.Context, repoRoot, dir string, spec images.Spec) (
 	return out, nil
 }
 
-// RepoRoot finds the module root from the working directory, so that tests
-// (run in their package dir) and commands (run anywhere in the repo) build
-// the same sources.
-func RepoRoot() (string, error) {
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w", err)
-	}
-	gomod := strings.TrimSpace(string(out))
-	if gomod == "" || gomod == os.DevNull {
-		return "", fmt.Errorf("not inside the sidecar-terminator module")
-	}
-	return filepath.Dir(gomod), nil
-}
-
 // WriteAll builds every image into dir and returns the tarball paths.
 func WriteAll(ctx context.Context, dir string) ([]string, error) {
-	root, err := RepoRoot()
+	root, err := repo.Root()
 	if err != nil {
 		return nil, err
 	}

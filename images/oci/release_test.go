@@ -17,6 +17,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"github.com/sidecar-terminator/sidecar-terminator/hack/repo"
 	"github.com/sidecar-terminator/sidecar-terminator/images"
 )
 
@@ -40,7 +41,7 @@ func releaseSpecs(t *testing.T, root string) []images.Spec {
 }
 
 func TestReleaseDockerfilesAgreeWithOCIBuild(t *testing.T) {
-	root, err := RepoRoot()
+	root, err := repo.Root()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +97,7 @@ func TestReleaseImagesAreReproducibleAndMultiArch(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds every release image twice for two architectures")
 	}
-	root, err := RepoRoot()
+	root, err := repo.Root()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +194,7 @@ func checkLayout(t *testing.T, b Built) {
 // --help with their flags and exit 0, and quick-exit exits 0 under an argv
 // that would make a real sidecar fail.
 func TestReleaseEntrypointsRun(t *testing.T) {
-	root, err := RepoRoot()
+	root, err := repo.Root()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/sidecar-terminator/sidecar-terminator/hack/repo"
 	"github.com/sidecar-terminator/sidecar-terminator/images"
 	"github.com/sidecar-terminator/sidecar-terminator/images/oci"
 )
@@ -48,7 +49,7 @@ func main() {
 }
 
 func writeRelease(ctx context.Context, dir string) error {
-	root, err := oci.RepoRoot()
+	root, err := repo.Root()
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/sidecar-terminator/sidecar-terminator/controller/deploy"
+	"github.com/sidecar-terminator/sidecar-terminator/hack/repo"
 	"github.com/sidecar-terminator/sidecar-terminator/hack/toolbin"
 )
 
@@ -19,7 +20,7 @@ func main() {
 }
 
 func run(ctx context.Context) error {
-	root, err := toolbin.RepoRoot()
+	root, err := repo.Root()
 	if err != nil {
 		return err
 	}
