@@ -98,16 +98,10 @@ func (c *controller) work() {
 	after, err := c.rec.Sync(c.s.ctx, key)
 	c.s.stats.syncs++
 	c.queue.Done(key)
-	switch {
-	case err != nil:
+	if err != nil {
 		c.s.trace.add(key.Name, "sync error: %v", err)
-		c.queue.AddRateLimited(key)
-	case after > 0:
-		c.queue.Forget(key)
-		c.queue.AddAfter(key, after)
-	default:
-		c.queue.Forget(key)
 	}
+	reconciler.Requeue(c.queue, key, after, err)
 	c.kick()
 }
 

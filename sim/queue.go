@@ -4,13 +4,14 @@ import (
 	"time"
 
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/sidecar-terminator/sidecar-terminator/controller/reconciler"
 )
 
 // Queue is client-go's rate-limited workqueue in virtual time: a key is
 // queued once however often it is added, a key added while being processed
 // is queued again when done, AddAfter keeps the earliest time, and failures
-// back off per key (5ms doubling to 1000s, client-go's item limiter; the
-// overall token bucket is not modelled).
+// back off per key as the controller's queue does (5 ms doubling to 30 s).
 type Queue struct {
 	s          *Sim
 	onReady    func()
@@ -65,18 +66,16 @@ func (q *Queue) AddAfter(k cache.ObjectName, d time.Duration) {
 	})
 }
 
-// AddRateLimited queues the key after its backoff.
+// AddRateLimited queues the key after its back-off: the controller's, per
+// pod, from reconciler.RetryBaseDelay doubling to RetryMaxDelay.
 func (q *Queue) AddRateLimited(k cache.ObjectName) {
 	n := q.failures[k]
 	q.failures[k] = n + 1
-	d := 5 * time.Millisecond
-	for i := 0; i < n && d < 1000*time.Second; i++ {
+	d := reconciler.RetryBaseDelay
+	for i := 0; i < n && d < reconciler.RetryMaxDelay; i++ {
 		d *= 2
 	}
-	if d > 1000*time.Second {
-		d = 1000 * time.Second
-	}
-	q.AddAfter(k, d)
+	q.AddAfter(k, min(d, reconciler.RetryMaxDelay))
 }
 
 func (q *Queue) Forget(k cache.ObjectName) { delete(q.failures, k) }

@@ -57,21 +57,11 @@ func NewController(caches *Caches, syncer Syncer) (*Controller, error) {
 	return c, nil
 }
 
-// Retries of a failed sync back off per pod from 5 ms to at most 30 s.
-// client-go's default also caps all retries together at 10 per second and
-// lets one pod's back-off grow to 1,000 s: after an API server outage every
-// pod in flight has failed, and that cap made a 1,000-pod burst wait over a
-// minute after the API server was back. The client's QPS limit
-// (--kube-api-qps) already protects the API server from a retry storm.
+// retryRateLimiter backs failed syncs off per pod only (see
+// reconciler.RetryMaxDelay for why not client-go's default).
 func retryRateLimiter() workqueue.TypedRateLimiter[cache.ObjectName] {
-	return workqueue.NewTypedItemExponentialFailureRateLimiter[cache.ObjectName](RetryBaseDelay, RetryMaxDelay)
+	return workqueue.NewTypedItemExponentialFailureRateLimiter[cache.ObjectName](reconciler.RetryBaseDelay, reconciler.RetryMaxDelay)
 }
-
-// RetryBaseDelay and RetryMaxDelay bound the back-off of a failing pod sync.
-const (
-	RetryBaseDelay = 5 * time.Millisecond
-	RetryMaxDelay  = 30 * time.Second
-)
 
 func (c *Controller) enqueuePod(obj any) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
@@ -127,16 +117,10 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	}
 	defer c.queue.Done(key)
 	after, err := c.syncer.Sync(ctx, key)
-	switch {
-	case err != nil:
+	if err != nil {
 		utilruntime.HandleErrorWithContext(ctx, err, "Sync failed; will retry", "pod", key.String())
-		c.queue.AddRateLimited(key)
-	case after > 0:
-		c.queue.Forget(key)
-		c.queue.AddAfter(key, after)
-	default:
-		c.queue.Forget(key)
 	}
+	reconciler.Requeue(c.queue, key, after, err)
 	return true
 }
 

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/sidecar-terminator/sidecar-terminator/controller/reconciler"
 )
 
 // After an outage every pod in flight has failed many times; each must come
@@ -23,17 +25,17 @@ func TestRetryBackOffIsPerPodAndCapped(t *testing.T) {
 	if first, last := rl.When(pod(0)), rl.When(pod(999)); first != last || last > 11*time.Second {
 		t.Errorf("12th retry: first pod %s, last pod %s; want equal and ≈10s", first, last)
 	}
-	if got := rl.When(pod(1000)); got != RetryBaseDelay {
-		t.Errorf("a new pod's first retry waits %s, want %s", got, RetryBaseDelay)
+	if got := rl.When(pod(1000)); got != reconciler.RetryBaseDelay {
+		t.Errorf("a new pod's first retry waits %s, want %s", got, reconciler.RetryBaseDelay)
 	}
 	for f := 0; f < 30; f++ {
 		rl.When(pod(1))
 	}
-	if got := rl.When(pod(1)); got != RetryMaxDelay {
-		t.Errorf("a pod failing for long waits %s, want the cap %s", got, RetryMaxDelay)
+	if got := rl.When(pod(1)); got != reconciler.RetryMaxDelay {
+		t.Errorf("a pod failing for long waits %s, want the cap %s", got, reconciler.RetryMaxDelay)
 	}
 	rl.Forget(pod(1))
-	if got := rl.When(pod(1)); got != RetryBaseDelay {
-		t.Errorf("after a success the back-off starts over at %s, got %s", RetryBaseDelay, got)
+	if got := rl.When(pod(1)); got != reconciler.RetryBaseDelay {
+		t.Errorf("after a success the back-off starts over at %s, got %s", reconciler.RetryBaseDelay, got)
 	}
 }
