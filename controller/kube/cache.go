@@ -52,12 +52,18 @@ func NewCaches(client kubernetes.Interface, meta metadata.Interface, kruise krui
 	}
 	c.nodeFactory = metadatainformer.NewSharedInformerFactory(meta, 0)
 	c.NodeInformer = c.nodeFactory.ForResource(nodesResource).Informer()
+	if err := c.NodeInformer.SetTransform(StripManagedFields); err != nil {
+		return nil, fmt.Errorf("set node transform: %w", err)
+	}
 	if crrAPI {
 		c.kruiseFactory = kruiseinformers.NewSharedInformerFactoryWithOptions(kruise, 0,
 			kruiseinformers.WithTweakListOptions(func(o *metav1.ListOptions) {
 				o.LabelSelector = labels.SelectorFromSet(labels.Set{reconciler.LabelManagedBy: reconciler.ManagedByValue}).String()
 			}))
 		c.CRRInformer = c.kruiseFactory.Apps().V1alpha1().ContainerRecreateRequests().Informer()
+		if err := c.CRRInformer.SetTransform(StripManagedFields); err != nil {
+			return nil, fmt.Errorf("set CRR transform: %w", err)
+		}
 		if err := c.CRRInformer.AddIndexers(cache.Indexers{crrByPodUID: func(obj any) ([]string, error) {
 			crr, ok := obj.(*kruisev1alpha1.ContainerRecreateRequest)
 			if !ok {

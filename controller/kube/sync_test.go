@@ -395,3 +395,24 @@ func TestPodsTrackedGaugeFollowsPods(t *testing.T) {
 		t.Fatalf("pods tracked after the pod left = %v, want 0", gauge())
 	}
 }
+
+func TestStripManagedFieldsKeepsTheRest(t *testing.T) {
+	crr := &kruisev1alpha1.ContainerRecreateRequest{ObjectMeta: metav1.ObjectMeta{Name: "c", Labels: map[string]string{"a": "b"},
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kruise-manager"}}},
+		Spec: kruisev1alpha1.ContainerRecreateRequestSpec{PodName: "p"}}
+	node := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: map[string]string{"type": "virtual-kubelet"},
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}}}
+	for _, obj := range []metav1.Object{crr, node} {
+		out, err := StripManagedFields(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := out.(metav1.Object)
+		if m.GetManagedFields() != nil || len(m.GetLabels()) != 1 || m.GetName() == "" {
+			t.Errorf("%s: managed fields %v, labels %v", m.GetName(), m.GetManagedFields(), m.GetLabels())
+		}
+	}
+	if crr.Spec.PodName != "p" {
+		t.Errorf("spec lost: %+v", crr.Spec)
+	}
+}

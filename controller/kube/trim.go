@@ -2,6 +2,7 @@ package kube
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
@@ -88,4 +89,14 @@ func trimStatuses(in []corev1.ContainerStatus) []corev1.ContainerStatus {
 		}
 	}
 	return out
+}
+
+// StripManagedFields is the node and CRR informers' transform: server-side
+// apply's field ownership is most of a node's metadata and of a CRR, and
+// nothing here reads it.
+func StripManagedFields(obj any) (any, error) {
+	if m, err := meta.Accessor(obj); err == nil {
+		m.SetManagedFields(nil)
+	}
+	return obj, nil
 }
