@@ -20,6 +20,10 @@ import (
 // aggregation and spam filter work per object).
 const eventShards = 8
 
+// maxEventDefer bounds how long an event waits for the controller's queue
+// to empty before it is written anyway (see countingSink).
+const maxEventDefer = 30 * time.Second
+
 // events records through eventShards broadcasters into one sink, counting
 // the events recorded and the calls made to write them, so that a stopping
 // controller can wait for the ones still queued: an action whose event is
@@ -33,7 +37,7 @@ type events struct {
 }
 
 func newEvents(sink record.EventSink, scheme *runtime.Scheme, source corev1.EventSource, shards int) *events {
-	e := &events{sink: &countingSink{EventSink: sink}}
+	e := &events{sink: &countingSink{EventSink: sink, maxDefer: maxEventDefer}}
 	for range shards {
 		b := record.NewBroadcaster()
 		b.StartRecordingToSink(e.sink)
@@ -72,23 +76,48 @@ func (e *events) shutdown(max time.Duration) {
 	}
 }
 
-// countingSink counts the writes of events.
+// deferWhile makes events wait while busy reports work queued (at most
+// maxEventDefer from when each was recorded).
+func (e *events) deferWhile(busy func() bool) { e.sink.busy.Store(&busy) }
+
+// countingSink counts the writes of events, and holds each back while the
+// controller has pods queued, up to maxEventDefer after it was recorded: in a
+// burst the API server's time goes to the writes that stop sidecars first,
+// and the events follow. An event waits on its shard's writer, not on the
+// syncs, and one already older than maxEventDefer goes at once, so a long
+// burst delays events by at most that much.
 type countingSink struct {
 	record.EventSink
-	written atomic.Int64
+	written  atomic.Int64
+	busy     atomic.Pointer[func() bool]
+	maxDefer time.Duration
+}
+
+func (s *countingSink) wait(e *corev1.Event) {
+	busy := s.busy.Load()
+	if busy == nil {
+		return
+	}
+	recorded := e.LastTimestamp.Time
+	for (*busy)() && time.Since(recorded) < s.maxDefer {
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 func (s *countingSink) Create(e *corev1.Event) (*corev1.Event, error) {
+	s.wait(e)
 	defer s.written.Add(1)
 	return s.EventSink.Create(e)
 }
 
 func (s *countingSink) Update(e *corev1.Event) (*corev1.Event, error) {
+	s.wait(e)
 	defer s.written.Add(1)
 	return s.EventSink.Update(e)
 }
 
 func (s *countingSink) Patch(e *corev1.Event, data []byte) (*corev1.Event, error) {
+	s.wait(e)
 	defer s.written.Add(1)
 	return s.EventSink.Patch(e, data)
 }

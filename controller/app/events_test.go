@@ -3,6 +3,7 @@ package app
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -51,5 +52,54 @@ func TestEventsOfABurstAreAllWritten(t *testing.T) {
 		if n != 1 {
 			t.Fatalf("pod %s got %d events, want 1", name, n)
 		}
+	}
+}
+
+func recordEvents(ev *events, n int) {
+	for i := range n {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("p%d", i), UID: types.UID(fmt.Sprintf("uid-%d", i))}}
+		ev.Event(pod, corev1.EventTypeNormal, "SidecarTerminating", "stopping")
+	}
+}
+
+func (s *slowSink) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.pods)
+}
+
+// While pods are queued the events wait, and follow once the queue empties.
+func TestEventsGiveWayWhileSyncsAreQueued(t *testing.T) {
+	sink := &slowSink{pods: map[string]int{}}
+	ev := newEvents(sink, scheme.Scheme, corev1.EventSource{Component: "test"}, eventShards)
+	var busy atomic.Bool
+	busy.Store(true)
+	ev.deferWhile(busy.Load)
+	recordEvents(ev, 20)
+	time.Sleep(300 * time.Millisecond)
+	if n := sink.count(); n != 0 {
+		t.Fatalf("%d events written while syncs were queued", n)
+	}
+	busy.Store(false)
+	ev.shutdown(10 * time.Second)
+	if n := sink.count(); n != 20 {
+		t.Fatalf("%d of 20 events written once the queue emptied", n)
+	}
+}
+
+// A queue that never empties delays events by maxDefer, no more.
+func TestEventsWaitAtMostMaxDefer(t *testing.T) {
+	sink := &slowSink{pods: map[string]int{}}
+	ev := newEvents(sink, scheme.Scheme, corev1.EventSource{Component: "test"}, eventShards)
+	ev.sink.maxDefer = 200 * time.Millisecond
+	ev.deferWhile(func() bool { return true })
+	start := time.Now()
+	recordEvents(ev, 20)
+	ev.shutdown(10 * time.Second)
+	if n := sink.count(); n != 20 {
+		t.Fatalf("%d of 20 events written", n)
+	}
+	if took := time.Since(start); took < 200*time.Millisecond || took > 5*time.Second {
+		t.Errorf("events took %s to write, want about maxDefer (200ms)", took)
 	}
 }

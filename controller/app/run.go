@@ -94,7 +94,8 @@ func Run(ctx context.Context, o *Options) error {
 	metrics := reconciler.NewMetrics(registry)
 
 	// Events go through a client of their own, so that a burst of events never
-	// waits behind, or delays, the writes that stop sidecars.
+	// waits behind the writes that stop sidecars in the client's QPS limiter;
+	// at the API server they give way to them (events.deferWhile).
 	eventsConfig := rest.CopyConfig(clients.Config)
 	eventsClient, err := kubernetes.NewForConfig(eventsConfig)
 	if err != nil {
@@ -114,6 +115,7 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
+	recorder.deferWhile(func() bool { return ctrl.Queued() > 0 })
 
 	errs := make(chan error, 2)
 	serve(ctx, o.MetricsBindAddress, metricsMux(registry, o.Profiling), errs)

@@ -83,6 +83,9 @@ func (c *Controller) enqueueCRRPod(obj any) {
 	}
 }
 
+// Queued is how many pods wait for a sync.
+func (c *Controller) Queued() int { return c.queue.Len() }
+
 // Run waits for the caches, then runs workers until ctx ends. The caches must
 // have been started.
 func (c *Controller) Run(ctx context.Context, workers int) error {
