@@ -63,6 +63,9 @@ func (e *events) Event(object runtime.Object, eventtype, reason, message string)
 // correlator may drop spam, which is never written), then stops the
 // broadcasters.
 func (e *events) shutdown(max time.Duration) {
+	// Keys may be left in the queue of a stopping controller: the events
+	// of what it did go now.
+	e.sink.busy.Store(nil)
 	for deadline := time.Now().Add(max); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		if e.sink.written.Load() >= e.recorded.Load() {
 			break
@@ -94,12 +97,12 @@ type countingSink struct {
 }
 
 func (s *countingSink) wait(e *corev1.Event) {
-	busy := s.busy.Load()
-	if busy == nil {
-		return
-	}
 	recorded := e.LastTimestamp.Time
-	for (*busy)() && time.Since(recorded) < s.maxDefer {
+	for time.Since(recorded) < s.maxDefer {
+		busy := s.busy.Load() // reloaded: shutdown ends every wait
+		if busy == nil || !(*busy)() {
+			return
+		}
 		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -93,13 +93,33 @@ func TestEventsWaitAtMostMaxDefer(t *testing.T) {
 	ev := newEvents(sink, scheme.Scheme, corev1.EventSource{Component: "test"}, eventShards)
 	ev.sink.maxDefer = 200 * time.Millisecond
 	ev.deferWhile(func() bool { return true })
+	defer ev.shutdown(time.Second)
 	start := time.Now()
 	recordEvents(ev, 20)
-	ev.shutdown(10 * time.Second)
+	for sink.count() < 20 && time.Since(start) < 10*time.Second {
+		time.Sleep(10 * time.Millisecond)
+	}
 	if n := sink.count(); n != 20 {
 		t.Fatalf("%d of 20 events written", n)
 	}
 	if took := time.Since(start); took < 200*time.Millisecond || took > 5*time.Second {
 		t.Errorf("events took %s to write, want about maxDefer (200ms)", took)
+	}
+}
+
+// A controller stopping with pods still queued writes its events at once.
+func TestShutdownWritesDeferredEvents(t *testing.T) {
+	sink := &slowSink{pods: map[string]int{}}
+	ev := newEvents(sink, scheme.Scheme, corev1.EventSource{Component: "test"}, eventShards)
+	ev.deferWhile(func() bool { return true })
+	recordEvents(ev, 20)
+	time.Sleep(100 * time.Millisecond)
+	start := time.Now()
+	ev.shutdown(5 * time.Second)
+	if n := sink.count(); n != 20 {
+		t.Fatalf("%d of 20 events written on shutdown", n)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("shutdown took %s: deferred events waited for the queue", took)
 	}
 }
