@@ -81,7 +81,7 @@ func (b Breakdown) String() string {
 // waitForEvents counts the controller's SidecarTerminating events until every
 // pod of the burst has one or three minutes pass: each action's event must
 // reach the API server, not only the action.
-func waitForEvents(ctx context.Context, kube kubernetes.Interface, want int, since time.Time) (int, float64) {
+func waitForEvents(ctx context.Context, kube kubernetes.Interface, run string, want int, since time.Time) (int, float64) {
 	selector := fields.OneTermEqualSelector("reason", reconciler.ReasonTerminated).String()
 	seen, lastSeen := 0, time.Time{}
 	for deadline := time.Now().Add(3 * time.Minute); time.Now().Before(deadline) && ctx.Err() == nil; time.Sleep(2 * time.Second) {
@@ -91,7 +91,7 @@ func waitForEvents(ctx context.Context, kube kubernetes.Interface, want int, sin
 		}
 		pods := map[string]bool{}
 		for _, ev := range list.Items {
-			if strings.HasPrefix(ev.InvolvedObject.Name, "ctl-") {
+			if strings.HasPrefix(ev.InvolvedObject.Name, run+"-") {
 				pods[ev.InvolvedObject.Name] = true
 			}
 		}

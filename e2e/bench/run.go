@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strings"
 	"time"
 
@@ -25,6 +26,7 @@ type Config struct {
 	BurstPods      int
 	BackgroundPods int // restartPolicy Always pods, out of the controller's cache by field selector
 	IdleJobPods    int // Job pods whose mains keep running
+	Rounds         int // bursts of each terminator
 	Workers        int
 	QPS            float32
 	Burst          int
@@ -37,26 +39,38 @@ type Config struct {
 
 // Report is one run's figures.
 type Report struct {
-	Date       string      `json:"date"`
-	Machine    string      `json:"machine"`
-	Config     Config      `json:"config"`
-	Controller BurstResult `json:"controller"`
-	Yardstick  BurstResult `json:"yardstick"`
-	// P99Ratio is the controller's p99 latency over the yardstick's.
+	Date    string `json:"date"`
+	Machine string `json:"machine"`
+	Config  Config `json:"config"`
+	// Rounds hold each round's bursts: the controller's and the yardstick's,
+	// in alternating order, so that neither always meets the fuller etcd or
+	// the harder burst.
+	Rounds []Round `json:"rounds"`
+	// P99Ratio is the median over the rounds of the controller's p99 latency
+	// over the yardstick's.
 	P99Ratio float64 `json:"p99Ratio"`
 	// WritesPerPod counts the controller's mutating requests (events and
-	// leases aside) from the API server's audit log, per pod of the burst.
+	// leases aside) from the API server's audit log, per pod of its bursts.
 	WritesPerPod          float64  `json:"writesPerPod"`
 	WriteKinds            []string `json:"writeKinds"`
 	ControllerRSSInitial  int64    `json:"controllerRSSInitial"`
 	ControllerHeapInitial int64    `json:"controllerHeapInitial"`
 	ControllerHeapAfter   int64    `json:"controllerHeapAfter"`
 	YardstickRSSInitial   int64    `json:"yardstickRSSInitial"`
-	RSSRatioAfter         float64  `json:"rssRatioAfter"`
-	// Breakdown is where the controller's time went during the burst.
+	// RSSRatioAfter is the controller's RSS over the yardstick's after the
+	// last round's bursts.
+	RSSRatioAfter float64 `json:"rssRatioAfter"`
+}
+
+// Round is one burst of each terminator.
+type Round struct {
+	Controller BurstResult `json:"controller"`
+	Yardstick  BurstResult `json:"yardstick"`
+	P99Ratio   float64     `json:"p99Ratio"`
+	// Breakdown is where the controller's time went during its burst.
 	Breakdown Breakdown `json:"controllerBreakdown"`
-	// Events is how many SidecarTerminating events the burst's pods got,
-	// and EventsSeconds when the last one was seen, from the first exit.
+	// Events is how many of the burst's pods got their SidecarTerminating
+	// event, and EventsSeconds when the last was seen, from the first exit.
 	Events        int     `json:"events"`
 	EventsSeconds float64 `json:"eventsSeconds"`
 }
@@ -65,8 +79,19 @@ type Report struct {
 // 20 to 40 s on 2 cores.
 const profileSeconds = 30
 
-// Run brings up a control plane, fills it, and bursts the controller, then
-// the yardstick.
+// world is what a run's rounds share.
+type world struct {
+	cfg          Config
+	cp           *cluster.ControlPlane
+	kube         kubernetes.Interface
+	kruise       kruiseclient.Interface
+	bin, runDir  string
+	ctlArgs      []string
+	controllerOK bool // the controller has run once: initial memory is taken
+}
+
+// Run brings up a control plane, fills it, and bursts each terminator
+// cfg.Rounds times, alternating which goes first.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	logf := cfg.Logf
 	rep := &Report{Date: time.Now().UTC().Format(time.RFC3339), Machine: machine(), Config: cfg}
@@ -81,38 +106,85 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	defer cp.Stop()
-	kube, kruise, err := clients(cp.RestConfig)
-	if err != nil {
+	w := &world{cfg: cfg, cp: cp, runDir: runDir}
+	if w.kube, w.kruise, err = clients(cp.RestConfig); err != nil {
 		return nil, err
 	}
-	if err := prepare(ctx, cp, kube, cfg); err != nil {
+	if err := prepare(ctx, cp, w.kube, cfg); err != nil {
 		return nil, err
+	}
+	if w.bin, err = cluster.BuildController(ctx, cfg.Root); err != nil {
+		return nil, err
+	}
+	w.ctlArgs = []string{fmt.Sprintf("--kube-api-qps=%g", cfg.QPS), fmt.Sprintf("--kube-api-burst=%d", cfg.Burst), fmt.Sprintf("--workers=%d", cfg.Workers)}
+	if cfg.ProfileDir != "" {
+		w.ctlArgs = append(w.ctlArgs, "--profiling")
 	}
 
-	bin, err := cluster.BuildController(ctx, cfg.Root)
+	var ratios []float64
+	for r := 1; r <= max(cfg.Rounds, 1); r++ {
+		var round Round
+		ctlRun := func() error { return w.controllerRound(ctx, rep, &round, fmt.Sprintf("ctl%d", r)) }
+		yardRun := func() error { return w.yardstickRound(ctx, rep, &round, fmt.Sprintf("yard%d", r)) }
+		order := []func() error{ctlRun, yardRun}
+		if r%2 == 0 {
+			order = []func() error{yardRun, ctlRun}
+		}
+		for _, burst := range order {
+			if err := burst(); err != nil {
+				return nil, fmt.Errorf("round %d: %w", r, err)
+			}
+		}
+		if round.Yardstick.P99 > 0 {
+			round.P99Ratio = round.Controller.P99 / round.Yardstick.P99
+		}
+		logf("round %d: p99 controller %.2fs, yardstick %.2fs: %.2f×", r, round.Controller.P99, round.Yardstick.P99, round.P99Ratio)
+		ratios = append(ratios, round.P99Ratio)
+		rep.Rounds = append(rep.Rounds, round)
+	}
+	sort.Float64s(ratios)
+	rep.P99Ratio = median(ratios)
+	last := rep.Rounds[len(rep.Rounds)-1]
+	if last.Yardstick.RSSBytesAfter > 0 {
+		rep.RSSRatioAfter = float64(last.Controller.RSSBytesAfter) / float64(last.Yardstick.RSSBytesAfter)
+	}
+	time.Sleep(2 * time.Second) // the audit log is written in 1 s batches
+	writes, err := cluster.MutatingRequests(audit, cluster.ControllerServiceAccountUser)
 	if err != nil {
 		return nil, err
 	}
-	c := &cluster.Cluster{ControlPlane: cp}
-	args := []string{fmt.Sprintf("--kube-api-qps=%g", cfg.QPS), fmt.Sprintf("--kube-api-burst=%d", cfg.Burst), fmt.Sprintf("--workers=%d", cfg.Workers)}
-	if cfg.ProfileDir != "" {
-		args = append(args, "--profiling")
-	}
-	ctl, err := c.StartController(ctx, bin, args...)
+	rep.WritesPerPod = float64(len(writes)) / float64(cfg.BurstPods*len(rep.Rounds))
+	rep.WriteKinds = kinds(writes)
+	return rep, nil
+}
+
+// controllerRound starts the controller, bursts it, and stops it. The first
+// time it also takes the memory after the initial list and, with a profile
+// directory, the profiles.
+func (w *world) controllerRound(ctx context.Context, rep *Report, round *Round, run string) error {
+	logf := w.cfg.Logf
+	c := &cluster.Cluster{ControlPlane: w.cp}
+	ctl, err := c.StartController(ctx, w.bin, w.ctlArgs...)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer ctl.Stop()
 	time.Sleep(5 * time.Second) // let the initial list settle before reading memory
-	rep.ControllerRSSInitial, _ = rssBytes(ctl.Process.PID)
-	rep.ControllerHeapInitial = heap(ctx, ctl)
-	logf("controller ready: RSS %s, heap %s", mib(rep.ControllerRSSInitial), mib(rep.ControllerHeapInitial))
-
+	first := !w.controllerOK
+	w.controllerOK = true
+	prof := &profiler{dir: w.cfg.ProfileDir, binary: w.bin, metricsURL: ctl.MetricsURL, logf: logf}
+	profiling := first && w.cfg.ProfileDir != ""
+	if first {
+		rep.ControllerRSSInitial, _ = rssBytes(ctl.Process.PID)
+		rep.ControllerHeapInitial = heap(ctx, ctl)
+		logf("controller ready: RSS %s, heap %s", mib(rep.ControllerRSSInitial), mib(rep.ControllerHeapInitial))
+		if profiling {
+			prof.take(ctx, "heap", "controller.heap.initial")
+		}
+	}
 	var opts burstOptions
-	prof := &profiler{dir: cfg.ProfileDir, binary: bin, metricsURL: ctl.MetricsURL, logf: logf}
 	profiled := make(chan struct{})
-	if cfg.ProfileDir != "" {
-		prof.take(ctx, "heap", "controller.heap.initial")
+	if profiling {
 		// The profile covers the burst from the first main exit; the watches
 		// it runs beside outlive the profile, so it gets its own context.
 		opts.during = func(context.Context, *burst) {
@@ -124,54 +196,74 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	before, err := snapshot(ctx, ctl)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if rep.Controller, err = runBurstWith(ctx, kube, kruise, "ctl", cfg.BurstPods, ctl.Process.PID, logf, opts); err != nil {
-		return nil, err
+	if round.Controller, err = runBurstWith(ctx, w.kube, w.kruise, run, w.cfg.BurstPods, ctl.Process.PID, logf, opts); err != nil {
+		return err
 	}
 	<-profiled
 	after, err := snapshot(ctx, ctl)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	rep.Breakdown = breakdown(before, after)
-	logf("controller during the burst: %s", rep.Breakdown)
-	rep.Events, rep.EventsSeconds = waitForEvents(ctx, kube, cfg.BurstPods, rep.Controller.FirstExit)
-	logf("controller events: %d SidecarTerminating, the last seen %.1fs after the first main exit", rep.Events, rep.EventsSeconds)
-	if cfg.ProfileDir != "" {
+	round.Controller.Terminator = "sidecar-terminator"
+	round.Breakdown = breakdown(before, after)
+	logf("%s: controller during the burst: %s", run, round.Breakdown)
+	round.Events, round.EventsSeconds = waitForEvents(ctx, w.kube, run, w.cfg.BurstPods, round.Controller.FirstExit)
+	logf("%s: %d SidecarTerminating events, the last seen %.1fs after the first main exit", run, round.Events, round.EventsSeconds)
+	if profiling {
 		prof.take(ctx, "heap", "controller.heap.after")
 	}
-	rep.Controller.Terminator = "sidecar-terminator"
 	rep.ControllerHeapAfter = heap(ctx, ctl)
-	time.Sleep(2 * time.Second) // the audit log is written in 1 s batches
-	writes, err := cluster.MutatingRequests(audit, cluster.ControllerServiceAccountUser)
-	if err != nil {
-		return nil, err
-	}
-	rep.WritesPerPod = float64(len(writes)) / float64(cfg.BurstPods)
-	rep.WriteKinds = kinds(writes)
 	if err := ctl.Stop(); err != nil {
-		return nil, err
+		return err
 	}
+	return w.clearRun(ctx, run)
+}
 
-	yard, err := startYardstick(ctx, cp.Kubeconfig, runDir, cfg)
+// yardstickRound starts the yardstick, bursts it, and stops it.
+func (w *world) yardstickRound(ctx context.Context, rep *Report, round *Round, run string) error {
+	yard, err := startYardstick(ctx, w.cp.Kubeconfig, w.runDir, w.cfg)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	defer yard.Process.Kill()
+	defer func() { _ = yard.Process.Kill(); _ = yard.Wait() }()
 	time.Sleep(5 * time.Second)
-	rep.YardstickRSSInitial, _ = rssBytes(yard.Process.Pid)
-	if rep.Yardstick, err = runBurst(ctx, kube, kruise, "yard", cfg.BurstPods, yard.Process.Pid, logf); err != nil {
-		return nil, err
+	if rep.YardstickRSSInitial == 0 {
+		rep.YardstickRSSInitial, _ = rssBytes(yard.Process.Pid)
 	}
-	rep.Yardstick.Terminator = "yardstick"
-	if rep.Yardstick.P99 > 0 {
-		rep.P99Ratio = rep.Controller.P99 / rep.Yardstick.P99
+	if round.Yardstick, err = runBurst(ctx, w.kube, w.kruise, run, w.cfg.BurstPods, yard.Process.Pid, w.cfg.Logf); err != nil {
+		return err
 	}
-	if rep.Yardstick.RSSBytesAfter > 0 {
-		rep.RSSRatioAfter = float64(rep.Controller.RSSBytesAfter) / float64(rep.Yardstick.RSSBytesAfter)
+	round.Yardstick.Terminator = "yardstick"
+	_ = yard.Process.Kill()
+	_ = yard.Wait()
+	return w.clearRun(ctx, run)
+}
+
+// clearRun deletes a burst's pods and every CRR, so that each burst meets
+// the same cluster: 50,000 background pods and the idle Jobs. Nothing runs
+// the pods, so they go at once (grace 0), and no garbage collector runs.
+func (w *world) clearRun(ctx context.Context, run string) error {
+	zero := int64(0)
+	if err := w.kube.CoreV1().Pods(Namespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero},
+		metav1.ListOptions{LabelSelector: runLabel + "=" + run}); err != nil {
+		return fmt.Errorf("delete %s pods: %w", run, err)
 	}
-	return rep, nil
+	if err := w.kruise.AppsV1alpha1().ContainerRecreateRequests(Namespace).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+		return fmt.Errorf("delete CRRs: %w", err)
+	}
+	return nil
+}
+
+func median(sorted []float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	if len(sorted)%2 == 1 {
+		return sorted[len(sorted)/2]
+	}
+	return (sorted[len(sorted)/2-1] + sorted[len(sorted)/2]) / 2
 }
 
 func clients(cfg *rest.Config) (kubernetes.Interface, kruiseclient.Interface, error) {
@@ -300,20 +392,28 @@ func WriteJSON(path string, v any) error {
 // Markdown renders the report's table.
 func (r *Report) Markdown() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Run %s on %s: burst of %d pods (half CRR, half image swap), %d background pods, %d idle Job pods; both terminators with %d workers, %g QPS.\n\n",
-		r.Date, r.Machine, r.Config.BurstPods, r.Config.BackgroundPods, r.Config.IdleJobPods, r.Config.Workers, r.Config.QPS)
-	fmt.Fprintf(&b, "| terminator | p50 | p90 | p99 | max | all Succeeded | mains' exits written in | not acted on | CPU s / 1000 pods | RSS after burst |\n|---|---|---|---|---|---|---|---|---|---|\n")
-	for _, x := range []BurstResult{r.Controller, r.Yardstick} {
-		fmt.Fprintf(&b, "| %s | %.2fs | %.2fs | %.2fs | %.2fs | %.1fs | %.1fs | %d | %.2f | %s |\n", x.Terminator, x.P50, x.P90, x.P99, x.Max,
-			x.AllSucceededSeconds, x.ExitSpreadSeconds, x.NotActedOn, x.CPUSecondsPer1000, mib(x.RSSBytesAfter))
+	fmt.Fprintf(&b, "Run %s on %s: %d rounds of a burst of %d pods (half CRR, half image swap) for each terminator, alternating which goes first; %d background pods, %d idle Job pods; both terminators with %d workers, %g QPS.\n\n",
+		r.Date, r.Machine, len(r.Rounds), r.Config.BurstPods, r.Config.BackgroundPods, r.Config.IdleJobPods, r.Config.Workers, r.Config.QPS)
+	fmt.Fprintf(&b, "| round | terminator | p50 | p90 | p99 | max | all Succeeded | mains' exits written in | not acted on | CPU s / 1000 pods | RSS after burst |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for i, round := range r.Rounds {
+		for _, x := range []BurstResult{round.Controller, round.Yardstick} {
+			fmt.Fprintf(&b, "| %d | %s | %.2fs | %.2fs | %.2fs | %.2fs | %.1fs | %.1fs | %d | %.2f | %s |\n", i+1, x.Terminator, x.P50, x.P90, x.P99, x.Max,
+				x.AllSucceededSeconds, x.ExitSpreadSeconds, x.NotActedOn, x.CPUSecondsPer1000, mib(x.RSSBytesAfter))
+		}
 	}
-	fmt.Fprintf(&b, "\n- p99 latency, controller / yardstick: **%.2f×**\n", r.P99Ratio)
+	var ratios, events []string
+	for _, round := range r.Rounds {
+		ratios = append(ratios, fmt.Sprintf("%.2f×", round.P99Ratio))
+		events = append(events, fmt.Sprintf("%d (last %.0fs after the first exit)", round.Events, round.EventsSeconds))
+	}
+	fmt.Fprintf(&b, "\n- p99 latency, controller / yardstick: **%.2f×** (median; rounds: %s)\n", r.P99Ratio, strings.Join(ratios, ", "))
 	fmt.Fprintf(&b, "- controller writes per terminated pod (audit log, events and leases aside): **%.2f** (%s)\n", r.WritesPerPod, strings.Join(r.WriteKinds, ", "))
-	fmt.Fprintf(&b, "- controller memory with the background pods, after the initial list: RSS **%s**, Go heap %s; after the burst: RSS %s, heap %s\n",
-		mib(r.ControllerRSSInitial), mib(r.ControllerHeapInitial), mib(r.Controller.RSSBytesAfter), mib(r.ControllerHeapAfter))
-	fmt.Fprintf(&b, "- events: %d of %d pods got their SidecarTerminating event, the last seen %.1fs after the first main exit\n", r.Events, r.Config.BurstPods, r.EventsSeconds)
-	fmt.Fprintf(&b, "- where the controller's time went during the burst: %s\n", r.Breakdown)
-	fmt.Fprintf(&b, "- yardstick RSS (untrimmed cache of every pod): %s after its initial list, %s after the burst; controller / yardstick after the burst: **%.2f×**\n",
-		mib(r.YardstickRSSInitial), mib(r.Yardstick.RSSBytesAfter), r.RSSRatioAfter)
+	fmt.Fprintf(&b, "- SidecarTerminating events, of %d pods per burst: %s\n", r.Config.BurstPods, strings.Join(events, ", "))
+	fmt.Fprintf(&b, "- controller memory with the background pods, after the initial list: RSS **%s**, Go heap %s; after its last burst: heap %s\n",
+		mib(r.ControllerRSSInitial), mib(r.ControllerHeapInitial), mib(r.ControllerHeapAfter))
+	fmt.Fprintf(&b, "- where the controller's time went during its first burst: %s\n", r.Rounds[0].Breakdown)
+	last := r.Rounds[len(r.Rounds)-1]
+	fmt.Fprintf(&b, "- yardstick RSS (untrimmed cache of every pod): %s after its initial list, %s after its last burst; controller / yardstick after the last bursts: **%.2f×**\n",
+		mib(r.YardstickRSSInitial), mib(last.Yardstick.RSSBytesAfter), r.RSSRatioAfter)
 	return b.String()
 }

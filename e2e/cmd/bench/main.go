@@ -30,6 +30,7 @@ func main() {
 	fs.IntVar(&cfg.BurstPods, "pods", 5000, "pods in each burst")
 	fs.IntVar(&cfg.BackgroundPods, "background", 50000, "restartPolicy Always pods in the cluster")
 	fs.IntVar(&cfg.IdleJobPods, "idle-jobs", 1000, "Job pods whose mains keep running")
+	fs.IntVar(&cfg.Rounds, "rounds", 3, "bursts of each terminator, alternating which goes first")
 	fs.IntVar(&cfg.Workers, "workers", 32, "workers of both terminators (enough that neither waits on its own queue: the API server bounds the burst)")
 	qps := fs.Float64("qps", 500, "client QPS of both terminators")
 	fs.IntVar(&cfg.Burst, "burst", 1000, "client burst of both terminators")
