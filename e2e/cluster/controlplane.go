@@ -198,8 +198,12 @@ func (c *ControlPlane) startAPIServer(ctx context.Context, bin, etcdURL string) 
 		if err := os.WriteFile(policy, []byte(auditPolicy), 0o644); err != nil {
 			return fmt.Errorf("write audit policy: %w", err)
 		}
+		// One file, never rotated (the default rotates at 100 MB, which a
+		// benchmark of several bursts passes, and readers read one file), and
+		// a buffer that holds a burst rather than dropping from it.
 		args = append(args, "--audit-policy-file="+policy, "--audit-log-path="+c.opts.AuditLogPath,
-			"--audit-log-format=json", "--audit-log-mode=batch", "--audit-log-batch-max-wait=1s")
+			"--audit-log-format=json", "--audit-log-mode=batch", "--audit-log-batch-max-wait=1s",
+			"--audit-log-maxsize=1000000", "--audit-log-batch-buffer-size=200000")
 	}
 	p, err := c.start(KubeAPIServer, bin, args)
 	if err != nil {
