@@ -1,15 +1,20 @@
 package app
 
 import (
+	"context"
 	"hash/fnv"
 	"sync/atomic"
 	"time"
 
+	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
+
+	"github.com/sidecar-terminator/sidecar-terminator/controller/reconciler"
 )
 
 // eventShards is how many of client-go's event broadcasters write at once.
@@ -79,14 +84,14 @@ func (e *events) shutdown(max time.Duration) {
 	}
 }
 
-// deferWhile makes events wait while busy reports work queued (at most
+// deferWhile makes events wait while busy reports a burst of work (at most
 // maxEventDefer from when each was recorded).
 func (e *events) deferWhile(busy func() bool) { e.sink.busy.Store(&busy) }
 
 // countingSink counts the writes of events, and holds each back while the
-// controller has pods queued, up to maxEventDefer after it was recorded: in a
-// burst the API server's time goes to the writes that stop sidecars first,
-// and the events follow. An event waits on its shard's writer, not on the
+// controller is busy (pods queued, or a write in the last second), up to
+// maxEventDefer after it was recorded: in a burst the API server's time goes
+// to the writes that stop sidecars first, and the events follow. An event waits on its shard's writer, not on the
 // syncs, and one already older than maxEventDefer goes at once, so a long
 // burst delays events by at most that much.
 type countingSink struct {
@@ -123,4 +128,33 @@ func (s *countingSink) Patch(e *corev1.Event, data []byte) (*corev1.Event, error
 	s.wait(e)
 	defer s.written.Add(1)
 	return s.EventSink.Patch(e, data)
+}
+
+// lastWrite notes when the controller last wrote, for the events to give way
+// to a burst of writes.
+type lastWrite struct {
+	reconciler.Writer
+	at atomic.Int64 // UnixNano
+}
+
+func (w *lastWrite) since() time.Duration { return time.Since(time.Unix(0, w.at.Load())) }
+
+func (w *lastWrite) CreateCRR(ctx context.Context, crr *kruisev1alpha1.ContainerRecreateRequest, readPodFirst bool) error {
+	w.at.Store(time.Now().UnixNano())
+	return w.Writer.CreateCRR(ctx, crr, readPodFirst)
+}
+
+func (w *lastWrite) PatchPod(ctx context.Context, namespace, name string, patch []byte) error {
+	w.at.Store(time.Now().UnixNano())
+	return w.Writer.PatchPod(ctx, namespace, name, patch)
+}
+
+func (w *lastWrite) PatchPodStatus(ctx context.Context, namespace, name string, patch []byte) error {
+	w.at.Store(time.Now().UnixNano())
+	return w.Writer.PatchPodStatus(ctx, namespace, name, patch)
+}
+
+func (w *lastWrite) AnnotatePod(ctx context.Context, namespace, name string, uid types.UID, key, value string) error {
+	w.at.Store(time.Now().UnixNano())
+	return w.Writer.AnnotatePod(ctx, namespace, name, uid, key, value)
 }

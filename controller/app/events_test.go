@@ -1,12 +1,14 @@
 package app
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -122,4 +124,37 @@ func TestShutdownWritesDeferredEvents(t *testing.T) {
 	if took := time.Since(start); took > 2*time.Second {
 		t.Errorf("shutdown took %s: deferred events waited for the queue", took)
 	}
+}
+
+func TestLastWriteNotesEachWrite(t *testing.T) {
+	w := &lastWrite{Writer: nopWriter{}}
+	if w.since() < time.Hour {
+		t.Fatalf("no write yet, but since() = %s", w.since())
+	}
+	ctx := context.Background()
+	for name, write := range map[string]func() error{
+		"CreateCRR":      func() error { return w.CreateCRR(ctx, nil, false) },
+		"PatchPod":       func() error { return w.PatchPod(ctx, "ns", "p", nil) },
+		"PatchPodStatus": func() error { return w.PatchPodStatus(ctx, "ns", "p", nil) },
+		"AnnotatePod":    func() error { return w.AnnotatePod(ctx, "ns", "p", "uid", "k", "v") },
+	} {
+		w.at.Store(0)
+		if err := write(); err != nil {
+			t.Fatal(err)
+		}
+		if w.since() > time.Second {
+			t.Errorf("%s not noted: since() = %s", name, w.since())
+		}
+	}
+}
+
+type nopWriter struct{}
+
+func (nopWriter) CreateCRR(context.Context, *kruisev1alpha1.ContainerRecreateRequest, bool) error {
+	return nil
+}
+func (nopWriter) PatchPod(context.Context, string, string, []byte) error       { return nil }
+func (nopWriter) PatchPodStatus(context.Context, string, string, []byte) error { return nil }
+func (nopWriter) AnnotatePod(context.Context, string, string, types.UID, string, string) error {
+	return nil
 }

@@ -110,12 +110,15 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
-	rec := reconciler.New(cfg, caches, kube.Writer{Client: clients.Kube, Kruise: clients.Kruise}, recorder, metrics, clock.RealClock{})
+	writer := &lastWrite{Writer: kube.Writer{Client: clients.Kube, Kruise: clients.Kruise}}
+	rec := reconciler.New(cfg, caches, writer, recorder, metrics, clock.RealClock{})
 	ctrl, err := kube.NewController(caches, rec)
 	if err != nil {
 		return err
 	}
-	recorder.deferWhile(func() bool { return ctrl.Queued() > 0 })
+	// A burst is on while pods are queued or the controller wrote within the
+	// last second (with enough workers the queue stays empty in a burst).
+	recorder.deferWhile(func() bool { return ctrl.Queued() > 0 || writer.since() < time.Second })
 
 	errs := make(chan error, 2)
 	serve(ctx, o.MetricsBindAddress, metricsMux(registry, o.Profiling), errs)
