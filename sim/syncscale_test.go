@@ -1,13 +1,9 @@
 package sim
 
 import (
-	"k8s.io/apimachinery/pkg/types"
-
-	"context"
 	"fmt"
 	"testing"
 
-	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
@@ -16,17 +12,6 @@ import (
 	"github.com/sidecar-terminator/sidecar-terminator/controller/podtest"
 	"github.com/sidecar-terminator/sidecar-terminator/controller/reconciler"
 )
-
-type nopWriter struct{}
-
-func (nopWriter) CreateCRR(context.Context, *kruisev1alpha1.ContainerRecreateRequest, bool) error {
-	return nil
-}
-func (nopWriter) PatchPod(context.Context, string, string, []byte) error       { return nil }
-func (nopWriter) PatchPodStatus(context.Context, string, string, []byte) error { return nil }
-func (nopWriter) AnnotatePod(context.Context, string, string, types.UID, string, string) error {
-	return nil
-}
 
 type nopRecorder struct{}
 
@@ -48,7 +33,7 @@ func BenchmarkSyncWithRunningPods(b *testing.B) {
 				keys[i] = cache.ObjectName{Namespace: pod.Namespace, Name: pod.Name}
 				c.pods[keys[i]] = pod
 			}
-			r := reconciler.New(reconciler.DefaultConfig(), c, nopWriter{}, nopRecorder{}, nil, clocktesting.NewFakePassiveClock(Epoch))
+			r := reconciler.New(reconciler.DefaultConfig(), c, podtest.NopWriter{}, nopRecorder{}, nil, clocktesting.NewFakePassiveClock(Epoch))
 			ctx := New(Scenario{}, 1, Options{}).ctx
 			for _, k := range keys {
 				if _, err := r.Sync(ctx, k); err != nil {

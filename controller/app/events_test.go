@@ -8,11 +8,12 @@ import (
 	"testing"
 	"time"
 
-	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/sidecar-terminator/sidecar-terminator/controller/podtest"
 )
 
 // slowSink stands in for an API server under a burst: each write takes a while.
@@ -40,10 +41,7 @@ func TestEventsOfABurstAreAllWritten(t *testing.T) {
 	const pods = 4000 // one broadcaster queues 2,000 at most and drops the rest
 	sink := &slowSink{delay: 2 * time.Millisecond, pods: map[string]int{}}
 	ev := newEvents(sink, scheme.Scheme, corev1.EventSource{Component: "test"}, eventShards)
-	for i := range pods {
-		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("p%d", i), UID: types.UID(fmt.Sprintf("uid-%d", i))}}
-		ev.Event(pod, corev1.EventTypeNormal, "SidecarTerminating", "stopping")
-	}
+	recordEvents(ev, pods)
 	ev.shutdown(time.Minute)
 	sink.mu.Lock()
 	defer sink.mu.Unlock()
@@ -127,7 +125,7 @@ func TestShutdownWritesDeferredEvents(t *testing.T) {
 }
 
 func TestLastWriteNotesEachWrite(t *testing.T) {
-	w := &lastWrite{Writer: nopWriter{}}
+	w := &lastWrite{Writer: podtest.NopWriter{}}
 	if w.since() < time.Hour {
 		t.Fatalf("no write yet, but since() = %s", w.since())
 	}
@@ -146,15 +144,4 @@ func TestLastWriteNotesEachWrite(t *testing.T) {
 			t.Errorf("%s not noted: since() = %s", name, w.since())
 		}
 	}
-}
-
-type nopWriter struct{}
-
-func (nopWriter) CreateCRR(context.Context, *kruisev1alpha1.ContainerRecreateRequest, bool) error {
-	return nil
-}
-func (nopWriter) PatchPod(context.Context, string, string, []byte) error       { return nil }
-func (nopWriter) PatchPodStatus(context.Context, string, string, []byte) error { return nil }
-func (nopWriter) AnnotatePod(context.Context, string, string, types.UID, string, string) error {
-	return nil
 }

@@ -1,5 +1,6 @@
 // Package podtest builds Job pods for tests and the simulator: a small fluent
-// builder over corev1.Pod, so a table row reads like the situation it tests.
+// builder over corev1.Pod, so a table row reads like the situation it tests;
+// and NopWriter, a reconciler.Writer that writes nothing.
 package podtest
 
 import (
