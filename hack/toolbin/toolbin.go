@@ -120,9 +120,14 @@ func goCmd(ctx context.Context, dir string, args ...string) (string, error) {
 	// The tool's module is built exactly as pinned: no workspace, and the
 	// default -mod=readonly fails rather than edit its go.mod or go.sum.
 	cmd.Env = append(os.Environ(), "GOWORK=off")
-	out, err := cmd.CombinedOutput()
+	// Only stdout is the answer: on a machine whose module cache is empty, go
+	// writes "go: downloading ..." lines to stderr, and those must never
+	// become part of a version, a cache path or a linker flag.
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	if err != nil {
-		return "", fmt.Errorf("go %s: %w: %s", strings.Join(args, " "), err, out)
+		return "", fmt.Errorf("go %s: %w: %s", strings.Join(args, " "), err, stderr.String())
 	}
 	return strings.TrimSpace(string(out)), nil
 }
