@@ -12,6 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/sidecar-terminator/sidecar-terminator/hack/filelock"
 )
 
 // NodeOptions for StartNode.
@@ -39,7 +41,15 @@ type Node struct {
 	cp    *ControlPlane
 	host  *HostState
 	procs []*Process
+	// unlock releases HostLock.
+	unlock func()
 }
+
+// HostLock is held by every real node of this machine for its whole life:
+// nodes share host-wide paths (cni0, /hostvarrun, the kubelet's
+// device-plugin socket), so two test processes that each want one take
+// turns instead of tearing down each other's network.
+const HostLock = "/run/sidecar-terminator/real-node.lock"
 
 // StartNode starts containerd and a kubelet registered with cp, and waits
 // for the Node to be Ready. It records the host's state first so that Stop
@@ -58,8 +68,13 @@ func StartNode(ctx context.Context, cp *ControlPlane, opts NodeOptions) (_ *Node
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{Name: opts.Name, RunDir: filepath.Join(cp.RunDir, "node"), cp: cp}
+	unlock, err := filelock.Acquire(ctx, HostLock)
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{Name: opts.Name, RunDir: filepath.Join(cp.RunDir, "node"), cp: cp, unlock: unlock}
 	if n.host, err = RecordHostState(cp.RunDir); err != nil {
+		unlock()
 		return nil, err
 	}
 	defer func() {
@@ -203,5 +218,10 @@ func (n *Node) Processes() []*Process { return append([]*Process(nil), n.procs..
 // tears the pod networks down and the shims exit), stops containerd, and
 // undoes the host changes. It returns what it could not undo.
 func (n *Node) Stop() error {
-	return StopNodeDir(n.cp.RunDir)
+	err := StopNodeDir(n.cp.RunDir)
+	if n.unlock != nil {
+		n.unlock()
+		n.unlock = nil
+	}
+	return err
 }
