@@ -69,7 +69,9 @@ var minDeadlineSeconds = int64(decision.MinCRRDeadline.Seconds())
 // else the error the client sees. pod is the pod the CRR names (nil: none),
 // nodeFound whether its node exists. The order of the checks is kruise's.
 func Admit(crr *kruisev1alpha1.ContainerRecreateRequest, pod *corev1.Pod, nodeFound bool) error {
-	bad := func(format string, args ...any) error { return Denied(http.StatusBadRequest, fmt.Sprintf(format, args...)) }
+	bad := func(format string, args ...any) error {
+		return Denied(http.StatusBadRequest, fmt.Sprintf(format, args...))
+	}
 	spec := crr.Spec
 	if spec.PodName == "" {
 		return bad("podName can not be empty")
