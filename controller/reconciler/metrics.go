@@ -19,6 +19,12 @@ type Metrics struct {
 	// OldestWaiting reads the reconciler that last called watchWaiting.
 	OldestWaiting prometheus.GaugeFunc
 	waiting       atomic.Pointer[func() float64]
+	// Refusals counts writes the cluster refused, by method and class
+	// (permanent or transient); each is also an action with result error.
+	Refusals *prometheus.CounterVec
+	// ExpectationsTimedOut counts writes whose effect the cache never showed
+	// within the expectation timeout.
+	ExpectationsTimedOut prometheus.Counter
 }
 
 // Result labels of the actions counter.
@@ -60,6 +66,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "sidecar_terminator_pods_tracked",
 			Help: "Job-type pods with marked sidecars that are not finished yet.",
 		}),
+		Refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sidecar_terminator_refused_writes_total",
+			Help: "Writes refused by the cluster (a webhook, an admission policy, the API server), by method and class: permanent or transient.",
+		}, []string{"method", "class"}),
+		ExpectationsTimedOut: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sidecar_terminator_expectations_timed_out_total",
+			Help: "Writes whose effect the informer cache did not show within the expectation timeout; the pod was decided afresh.",
+		}),
 	}
 	m.OldestWaiting = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "sidecar_terminator_oldest_waiting_sidecar_seconds",
@@ -73,6 +87,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m.initialise()
 	if reg != nil {
 		reg.MustRegister(m.Actions, m.Latency, m.FailedKills, m.Warnings, m.Decisions, m.PodsTracked, m.OldestWaiting)
+		reg.MustRegister(m.Refusals, m.ExpectationsTimedOut)
 	}
 	return m
 }
@@ -98,6 +113,11 @@ func (m *Metrics) initialise() {
 	}
 	for _, method := range killMethods {
 		m.FailedKills.WithLabelValues(string(method))
+	}
+	for _, method := range actionMethods {
+		for _, class := range []string{"permanent", "transient"} {
+			m.Refusals.WithLabelValues(string(method), class)
+		}
 	}
 	for _, reason := range decision.WarningReasons() {
 		m.Warnings.WithLabelValues(reason)
