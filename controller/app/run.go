@@ -78,6 +78,7 @@ func connect(o *Options) (reconciler.Config, *Clients, bool, error) {
 // Run runs the controller until ctx ends.
 func Run(ctx context.Context, o *Options) error {
 	logger := klog.FromContext(ctx)
+	setMemoryLimit(logger)
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	registerLibraryMetrics(registry) // before the first request and the queue
