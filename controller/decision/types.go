@@ -81,8 +81,10 @@ type CRR struct {
 	// admitted (kruise's statusContext), where known.
 	RestartCounts map[string]int32
 	Phase         string // Pending, Recreating, Succeeded, Failed, Completed
-	Created       time.Time
-	Completed     time.Time
+	// Deadline is the CRR's own activeDeadlineSeconds; zero when unset.
+	Deadline  time.Duration
+	Created   time.Time
+	Completed time.Time
 }
 
 // Finished reports whether kruise has stopped working on the CRR.
@@ -102,7 +104,14 @@ type Policy struct {
 	// MaxCRRAttempts bounds the CRRs made for one pod.
 	MaxCRRAttempts int
 	// RetryBackoff is the wait before the second CRR; it doubles each time.
+	// A refused write is retried from the same wait.
 	RetryBackoff time.Duration
+	// MaxRefusals bounds how often a transiently refused write (5xx, 429,
+	// timeouts) is sent for one pod before the controller gives up on it.
+	MaxRefusals int
+	// RefusalBackoffMax caps the backoff between refused writes; a
+	// permanently refused write waits this long before its one retry.
+	RefusalBackoffMax time.Duration
 }
 
 // DefaultQuickExitRepository is the project's own quick-exit image, the only
@@ -114,7 +123,8 @@ const AllowAnyImage = "*"
 
 // DefaultPolicy is what the controller runs with unless told otherwise.
 func DefaultPolicy() Policy {
-	return Policy{AllowedQuickExitImages: []string{DefaultQuickExitRepository}, CRRDeadline: time.Minute, MaxCRRAttempts: 3, RetryBackoff: 5 * time.Second}
+	return Policy{AllowedQuickExitImages: []string{DefaultQuickExitRepository}, CRRDeadline: time.Minute, MaxCRRAttempts: 3, RetryBackoff: 5 * time.Second,
+		MaxRefusals: 10, RefusalBackoffMax: 5 * time.Minute}
 }
 
 // Input is everything Decide looks at.
@@ -123,6 +133,42 @@ type Input struct {
 	Node   Node
 	CRRs   []CRR
 	CRRAPI bool // the ContainerRecreateRequest API is served
-	Now    time.Time
-	Policy Policy
+	// Refusals are the pod's writes the cluster refused, latest per kind of
+	// write, as the reconciler remembers them.
+	Refusals []Refusal
+	Now      time.Time
+	Policy   Policy
+}
+
+// MinCRRDeadline is the shortest activeDeadlineSeconds OpenKruise's CRR
+// webhook admits (minDeadlineSeconds = 3 in
+// github.com/openkruise/kruise v1.9.1,
+// pkg/webhook/containerrecreaterequest/mutating/crr_mutating_handler.go):
+// a shorter --crr-deadline would have every CRR refused with 400.
+const MinCRRDeadline = 3 * time.Second
+
+// crrDeadlineMargin is added to the pod's termination grace period: the
+// daemon's pickup, the SIGKILL after the grace period, the kubelet's report.
+const crrDeadlineMargin = 30 * time.Second
+
+// CRRDeadline is the deadline of a CRR for the pod: the policy's, but never
+// shorter than the pod's termination grace period plus a margin. kruise-daemon
+// stops the container with that grace period (the CRR's strategy carries it);
+// a shorter deadline would count a sidecar still draining as a failed kill and
+// send a second CRR or a swap into the first stop.
+func CRRDeadline(pod *corev1.Pod, p Policy) time.Duration {
+	d := p.CRRDeadline
+	if min := PodGrace(pod) + crrDeadlineMargin; d < min {
+		d = min
+	}
+	return d
+}
+
+// PodGrace is the pod's termination grace period.
+func PodGrace(pod *corev1.Pod) time.Duration {
+	grace := int64(corev1.DefaultTerminationGracePeriodSeconds)
+	if pod.Spec.TerminationGracePeriodSeconds != nil {
+		grace = *pod.Spec.TerminationGracePeriodSeconds
+	}
+	return time.Duration(grace) * time.Second
 }
