@@ -40,6 +40,10 @@ clean: ## Remove build output.
 bench: ## Burst latency, writes per pod, memory and CPU vs the yardstick, on a real API server (writes e2e/bench/results/).
 	$(GO) run ./e2e/cmd/bench $(BENCH_FLAGS)
 
+.PHONY: mutate
+mutate: ## Mutation score of decision, reconciler and kube with gremlins (slow; writes e2e/bench/results/mutation.md).
+	$(GO) run ./hack/cmd/mutate $(MUTATE_FLAGS)
+
 .PHONY: chaos
 chaos: ## Reliability runs: kill -9, leader loss, kruise-daemon away, pods deleted mid-way (writes e2e/bench/results/chaos.json).
 	$(GO) run ./e2e/cmd/bench chaos $(CHAOS_FLAGS)

@@ -1,5 +1,5 @@
 // Package toolbin builds the developer tools pinned under hack/tools (one Go
-// module per tool: helm, kustomize, actionlint, crane) from their Go modules and caches the binaries outside
+// module per tool: helm, kustomize, actionlint, crane, kind, gremlins) from their Go modules and caches the binaries outside
 // the repository, keyed by version: the first test or make target pays the
 // build, every later one gets the path at once. The tools' dependencies stay
 // in hack/tools, out of the product's go.mod.
@@ -25,6 +25,7 @@ var Packages = map[string]string{
 	"actionlint": "github.com/rhysd/actionlint/cmd/actionlint",
 	"crane":      "github.com/google/go-containerregistry/cmd/crane",
 	"kind":       "sigs.k8s.io/kind",
+	"gremlins":   "github.com/go-gremlins/gremlins/cmd/gremlins",
 }
 
 // CacheDir is where the tools are cached: $SIDECAR_TERMINATOR_CACHE/tools,
