@@ -77,6 +77,7 @@ const (
 	ReasonNodeNotFound             = "NodeNotFound"
 	ReasonSidecarKillFailed        = "SidecarKillFailed"
 	ReasonSidecarKillGaveUp        = "SidecarKillGaveUp"
+	ReasonPhaseSettleRefused       = "PhaseSettleRefused"
 )
 
 // Plan is the outcome of Decide.
