@@ -62,6 +62,14 @@ type Container struct {
 	// WasTerminated is true when a previous instance of the container ended
 	// (lastState.terminated): it is waiting to be restarted, not new.
 	WasTerminated bool
+
+	// Restart rules of a regular container (restart.go). RestartRules
+	// describes them for a person; AfterExit is the kubelet's answer to the
+	// container's last exit (when terminated); AfterKill its answer to the
+	// exit a stop produces (sidecars).
+	RestartRules string
+	AfterExit    Restart
+	AfterKill    Restart
 }
 
 // Node is what the controller knows of the pod's node.
