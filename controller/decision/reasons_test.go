@@ -53,7 +53,7 @@ func TestWarningReasonsListsEveryReason(t *testing.T) {
 	listed := WarningReasons()
 	for name, v := range constStrings(t, "Reason") {
 		if !slices.Contains(listed, v) {
-			t.Errorf("%s (%q) is not in WarningReasons", name, v)
+			t.Errorf("%s (%q) is not in WarningReasons (reasons.go): its warnings_total series would not start at zero", name, v)
 		}
 	}
 }
@@ -62,7 +62,7 @@ func TestVerdictsListsEveryVerdict(t *testing.T) {
 	listed := Verdicts()
 	for name, v := range constStrings(t, "Verdict") {
 		if !slices.Contains(listed, Verdict(v)) {
-			t.Errorf("%s (%q) is not in Verdicts", name, v)
+			t.Errorf("%s (%q) is not in Verdicts (reasons.go)", name, v)
 		}
 	}
 }

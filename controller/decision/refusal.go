@@ -2,7 +2,10 @@ package decision
 
 import (
 	"fmt"
+	"strconv"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // Refusal is a write the cluster refused (an admission webhook or policy, the
@@ -174,4 +177,13 @@ func refusedCRRFor(in Input, container string) *Refusal {
 		}
 	}
 	return r
+}
+
+// recordedAttempts reads AnnotationCRRAttempts; zero when absent or unusable.
+func recordedAttempts(pod *corev1.Pod) int {
+	n, err := strconv.Atoi(pod.Annotations[AnnotationCRRAttempts])
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
 }

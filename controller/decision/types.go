@@ -14,6 +14,10 @@ const (
 	EnvIgnoreExitCode        = "KRUISE_TERMINATE_SIDECAR_IGNORE_EXIT_CODE"
 	AnnotationSidecars       = "sidecar-terminator.io/sidecars"
 	AnnotationQuickExitImage = "sidecar-terminator.io/quick-exit-image"
+	// AnnotationCRRAttempts records, on a pod whose first kill failed, the
+	// CRR attempt made last: kruise deletes finished CRRs (ttl), and a
+	// restarted controller remembers nothing, but the count must not reset.
+	AnnotationCRRAttempts = "sidecar-terminator.io/crr-attempts"
 
 	// ConditionSidecarTerminated is set on a pod whose phase this controller
 	// settled before stopping its ignore-exit-code sidecars.
