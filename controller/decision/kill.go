@@ -131,7 +131,7 @@ func (p *Plan) planCRR(in Input, latest *CRR, inFlight bool, deadline time.Time,
 		}
 	}
 	p.Actions = append(p.Actions, Action{Kind: ActionCreateCRR, Containers: names(cs),
-		CRRName: CRRName(in.Pod, attempt), Attempt: attempt, ReadPodFirst: !NameGenerated(in.Pod)})
+		CRRName: StageCRRName(in.Pod, in.stage, attempt), Attempt: attempt, Stage: in.stage, ReadPodFirst: !NameGenerated(in.Pod)})
 	return waiting, noPath
 }
 
@@ -178,6 +178,8 @@ func describeActions(actions []Action) string {
 			parts[i] = fmt.Sprintf("ContainerRecreateRequest %s (attempt %d) stops %v", a.CRRName, a.Attempt, a.Containers)
 		case ActionSwapImage:
 			parts[i] = fmt.Sprintf("image swap stops %v", a.Containers)
+		case ActionDeleteCRR:
+			parts[i] = fmt.Sprintf("ContainerRecreateRequest %s of stop-order stage %d is deleted, so kruise-daemon takes up the next stage's", a.CRRName, a.Stage)
 		case ActionSettlePhase:
 			parts[i] = fmt.Sprintf("phase settled to %s before stopping ignore-exit-code sidecars %v", a.Phase, a.Containers)
 		}

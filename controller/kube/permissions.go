@@ -15,7 +15,7 @@ var Permissions = []Permission{
 	{Group: "", Resource: "pods", Verbs: []string{"get", "list", "watch", "patch"}}, // informer; LiveReader; image swap
 	{Group: "", Resource: "pods/status", Verbs: []string{"patch"}},                  // ignore-exit-code phase settling
 	{Group: "", Resource: "nodes", Verbs: []string{"get", "list", "watch"}},         // metadata informer; LiveReader
-	{Group: "apps.kruise.io", Resource: "containerrecreaterequests", Verbs: []string{"create", "get", "list", "watch"}},
+	{Group: "apps.kruise.io", Resource: "containerrecreaterequests", Verbs: []string{"create", "delete", "get", "list", "watch"}},
 	{Group: "", Resource: "events", Verbs: []string{"create", "patch"}},                                              // record.EventRecorder creates, then patches aggregated events
 	{Group: "coordination.k8s.io", Resource: "leases", Verbs: []string{"get", "create", "update"}, Namespaced: true}, // leader election
 }

@@ -22,10 +22,12 @@ import (
 // Labels on the CRRs this controller makes: the controller's informer lists
 // only CRRs carrying LabelManagedBy, and finds a pod's by LabelPodUID.
 const (
-	LabelManagedBy   = "sidecar-terminator.io/managed-by"
-	ManagedByValue   = "sidecar-terminator"
-	LabelPodUID      = "sidecar-terminator.io/pod-uid"
-	LabelAttempt     = "sidecar-terminator.io/attempt"
+	LabelManagedBy = "sidecar-terminator.io/managed-by"
+	ManagedByValue = "sidecar-terminator"
+	LabelPodUID    = "sidecar-terminator.io/pod-uid"
+	LabelAttempt   = "sidecar-terminator.io/attempt"
+	// LabelStage is the stop-order stage a CRR was made for; absent for 0.
+	LabelStage       = "sidecar-terminator.io/stage"
 	ReasonTerminated = "SidecarTerminating"
 	// AnnotationSettled records when the controller settled a pod's phase.
 	AnnotationSettled = "sidecar-terminator.io/phase-settled-at"
@@ -232,8 +234,10 @@ func (r *Reconciler) send(ctx context.Context, pod *corev1.Pod, a decision.Actio
 	switch a.Kind {
 	case decision.ActionCreateCRR:
 		return r.write.CreateCRR(ctx, r.newCRR(pod, a), a.ReadPodFirst)
+	case decision.ActionDeleteCRR:
+		return r.write.DeleteCRR(ctx, pod.Namespace, a.CRRName)
 	case decision.ActionSwapImage:
-		patch, err := swapPatch(pod.UID, a.Swaps)
+		patch, err := swapPatch(pod.UID, a.Swaps, a.StageMark)
 		if err != nil {
 			return err
 		}
@@ -261,6 +265,8 @@ func describe(a decision.Action) string {
 	switch a.Kind {
 	case decision.ActionCreateCRR:
 		return fmt.Sprintf("Stopping sidecars %v: created ContainerRecreateRequest %s (attempt %d); kruise-daemon stops them", a.Containers, a.CRRName, a.Attempt)
+	case decision.ActionDeleteCRR:
+		return fmt.Sprintf("Deleted ContainerRecreateRequest %s of stop-order stage %d (for %v), whose turn is over, so that kruise-daemon takes up the next stage's", a.CRRName, a.Stage, a.Containers)
 	case decision.ActionSwapImage:
 		return fmt.Sprintf("Stopping sidecars %v: swapped their image for the quick-exit image %s", a.Containers, a.Swaps[0].To)
 	default:
@@ -275,6 +281,9 @@ func (r *Reconciler) newCRR(pod *corev1.Pod, a decision.Action) *kruisev1alpha1.
 	crr := &kruisev1alpha1.ContainerRecreateRequest{}
 	crr.Namespace, crr.Name = pod.Namespace, a.CRRName
 	crr.Labels = map[string]string{LabelManagedBy: ManagedByValue, LabelPodUID: string(pod.UID), LabelAttempt: strconv.Itoa(a.Attempt)}
+	if a.Stage > 0 {
+		crr.Labels[LabelStage] = strconv.Itoa(a.Stage)
+	}
 	crr.OwnerReferences = []metav1OwnerReference{podOwnerReference(pod)}
 	crr.Spec = kruisev1alpha1.ContainerRecreateRequestSpec{
 		PodName: pod.Name,
@@ -298,7 +307,10 @@ func crrFacts(c *kruisev1alpha1.ContainerRecreateRequest) decision.CRR {
 		// An edited label must not reset the attempt count to zero.
 		attempt = 1
 	}
-	f := decision.CRR{Name: c.Name, Attempt: attempt, Phase: string(c.Status.Phase), Created: c.CreationTimestamp.Time}
+	// A missing or edited stage label reads as stage 0, whose CRRs a pod
+	// with an order has only for the sidecars it does not name.
+	stage, _ := strconv.Atoi(c.Labels[LabelStage])
+	f := decision.CRR{Name: c.Name, Attempt: attempt, Stage: max(stage, 0), Phase: string(c.Status.Phase), Created: c.CreationTimestamp.Time}
 	if c.Status.CompletionTime != nil {
 		f.Completed = c.Status.CompletionTime.Time
 	}
