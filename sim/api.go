@@ -12,6 +12,7 @@ import (
 	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
@@ -166,7 +167,10 @@ func (w *World) patchPod(namespace, name string, patch []byte, status bool) erro
 	}
 	out, err := p.Apply(doc)
 	if err != nil {
-		return invalid(name, err)
+		// As the API server answers a JSON patch that does not apply (a
+		// test op failing): a bare 422, no details (k8s.io/apiserver
+		// v0.35.4, pkg/endpoints/handlers/patch.go, applyJSPatch).
+		return apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", err.Error(), 0, false)
 	}
 	next := &corev1.Pod{}
 	if err := json.Unmarshal(out, next); err != nil {

@@ -123,10 +123,29 @@ func (ch *Checker) violate(kind string, e *podEntry, format string, args ...any)
 	if ch.violation != nil {
 		return
 	}
+	ch.record(kind, e.obj.Name, fmt.Sprintf(format, args...))
+}
+
+func (ch *Checker) record(kind, pod, message string) {
 	s := ch.s
 	ch.violation = &Violation{Kind: kind, Scenario: s.sc.Name, Seed: s.seed, Pods: s.sc.Pods, Step: s.step,
-		At: s.now().Sub(Epoch), Pod: e.obj.Name, Message: fmt.Sprintf(format, args...)}
-	s.trace.add(e.obj.Name, "VIOLATION %s: %s", kind, ch.violation.Message)
+		At: s.now().Sub(Epoch), Pod: pod, Message: message}
+	s.trace.add(pod, "VIOLATION %s: %s", kind, message)
+}
+
+// runaway is the liveness violation of a run that exceeds its step bounds.
+// It names the pod the trace spoke of last: the one the loop is about, or
+// the nearest clue to it.
+func (ch *Checker) runaway(format string, args ...any) {
+	if ch.violation != nil {
+		return
+	}
+	pod := ch.s.trace.lastPod
+	if pod == "" {
+		pod = "controller"
+	}
+	ch.record("liveness", pod, fmt.Sprintf(format, args...))
+	ch.violation.Trace = ch.s.trace.about(pod)
 }
 
 func (ch *Checker) podCreated(e *podEntry) {

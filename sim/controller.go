@@ -25,6 +25,9 @@ type Options struct {
 	// WrapReader sits between the controller and its cache. It exists for
 	// tests that plant a bug (a Reader that lies) to show the checker fails.
 	WrapReader func(reconciler.Reader) reconciler.Reader
+	// MaxSteps and MaxStepsPerInstant override the step bounds (zero: the
+	// defaults of stepBounds); exceeding either is a liveness violation.
+	MaxSteps, MaxStepsPerInstant uint64
 }
 
 // controller is one running instance: its own informer cache, queue and

@@ -54,6 +54,8 @@ type Sim struct {
 	events eventHeap
 	seq    uint64
 	step   uint64
+	// maxInstant is the most steps taken at one virtual instant so far.
+	maxInstant uint64
 
 	world *World
 	ctrls []*controller
@@ -80,6 +82,30 @@ func New(sc Scenario, seed uint64, opts Options) *Sim {
 	s.check = newChecker(s)
 	s.world = newWorld(s)
 	return s
+}
+
+// Step bounds: a run that takes more steps than these is a liveness
+// violation, never a hang. Within one virtual instant the simulator may only do
+// a bounded amount of work (every sync costs virtual time, so only a loop of
+// zero-delay events can pile up there); over a whole run the steps grow with
+// the pods. Both defaults are far above what any scenario needs (TestScenarios
+// checks a tenth of each) and small enough that hitting them takes
+// seconds, not the package timeout.
+const (
+	defaultStepsPerInstant = 10000
+	defaultStepsPerPod     = 2000
+	defaultStepsBase       = 200000
+)
+
+func (s *Sim) stepBounds() (total, perInstant uint64) {
+	total, perInstant = s.opts.MaxSteps, s.opts.MaxStepsPerInstant
+	if total == 0 {
+		total = defaultStepsBase + defaultStepsPerPod*uint64(s.sc.Pods)
+	}
+	if perInstant == 0 {
+		perInstant = defaultStepsPerInstant + 2*uint64(s.sc.Pods)
+	}
+	return total, perInstant
 }
 
 func (s *Sim) now() time.Time { return s.clock.Now() }
@@ -111,10 +137,30 @@ func (s *Sim) Run() *Result {
 	wallStart := time.Now() // report only: never read by the simulation
 	s.world.setup()
 	limit := Epoch.Add(s.sc.Arrival + s.sc.Bound*3 + 30*time.Minute)
-	var quietSince time.Time
+	maxSteps, maxInstant := s.stepBounds()
+	var quietSince, instant time.Time
+	var instantSteps uint64
 	for len(s.events) > 0 && s.check.violation == nil {
 		next := s.events[0].at
 		if next.After(limit) {
+			break
+		}
+		if next.Equal(instant) {
+			instantSteps++
+		} else {
+			instant, instantSteps = next, 1
+		}
+		if instantSteps > s.maxInstant {
+			s.maxInstant = instantSteps
+		}
+		if instantSteps > maxInstant {
+			s.check.runaway("%d steps at virtual time %s without time advancing (bound %d): something reschedules itself at the same instant",
+				instantSteps, fmtDur(next.Sub(Epoch)), maxInstant)
+			break
+		}
+		if s.step >= maxSteps {
+			s.check.runaway("%d steps by virtual time %s (bound %d for %d pods): the run does not come to rest",
+				s.step, fmtDur(next.Sub(Epoch)), maxSteps, s.sc.Pods)
 			break
 		}
 		if !quietSince.IsZero() && next.After(quietSince.Add(s.sc.Quiesce)) {

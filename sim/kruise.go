@@ -1,9 +1,6 @@
 package sim
 
 import (
-	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
-
-	"fmt"
 	"time"
 
 	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
@@ -14,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/sidecar-terminator/sidecar-terminator/controller/kruisetest"
 	"github.com/sidecar-terminator/sidecar-terminator/controller/reconciler"
 )
 
@@ -31,32 +29,23 @@ func (w *World) admitCRR(in *kruisev1alpha1.ContainerRecreateRequest) (*kruisev1
 		return nil, nil, apierrors.NewAlreadyExists(crrResource, in.Name)
 	}
 	e := w.pods[cache.ObjectName{Namespace: in.Namespace, Name: in.Spec.PodName}]
-	if e == nil {
-		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("pod %s not found", in.Spec.PodName))
+	var pod *corev1.Pod
+	if e != nil {
+		pod = e.obj
 	}
-	// As kruise's mutating webhook: the pod is whichever has the name now,
-	// it must be active, and each target must have a container ID.
-	// A terminal pod is allowed when a sidecar terminator settled its phase
-	// (condition SidecarTerminated), as kruise's webhook allows it.
-	if p := e.obj; p.DeletionTimestamp != nil ||
-		(p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed) && !decision.HasSidecarTerminatedCondition(p) {
-		return nil, nil, apierrors.NewBadRequest("not allowed to recreate containers in an inactive Pod")
+	// kruise's webhook: the pod is whichever has the name now, it must be
+	// active (or settled by a sidecar terminator), each target must have a
+	// container ID. The simulated nodes all exist.
+	if err := kruisetest.Admit(in, pod, true); err != nil {
+		return nil, nil, err
 	}
 	crr := in.DeepCopy()
-	statuses := map[string]int{}
-	for i, s := range e.obj.Status.ContainerStatuses {
-		statuses[s.Name] = i
-	}
 	for i, c := range crr.Spec.Containers {
-		idx, ok := statuses[c.Name]
-		if !ok {
-			return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("container %s has no status in pod %s", c.Name, e.obj.Name))
+		for _, st := range e.obj.Status.ContainerStatuses {
+			if st.Name == c.Name {
+				crr.Spec.Containers[i].StatusContext = &kruisev1alpha1.ContainerRecreateRequestContainerContext{ContainerID: st.ContainerID, RestartCount: st.RestartCount}
+			}
 		}
-		st := e.obj.Status.ContainerStatuses[idx]
-		if st.ContainerID == "" {
-			return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("no containerID in %s containerStatus, maybe the container has not been initialized", c.Name))
-		}
-		crr.Spec.Containers[i].StatusContext = &kruisev1alpha1.ContainerRecreateRequestContainerContext{ContainerID: st.ContainerID, RestartCount: st.RestartCount}
 	}
 	if crr.Annotations == nil {
 		crr.Annotations = map[string]string{}

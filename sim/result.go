@@ -21,29 +21,31 @@ func newStats() *Stats { return &Stats{applied: map[string]int{}, calls: map[str
 
 // Result is what one run reports.
 type Result struct {
-	Scenario  string
-	Seed      uint64
-	Pods      int
-	Virtual   time.Duration
-	Wall      time.Duration
-	Steps     uint64
-	Syncs     int
-	Applied   map[string]int
-	Calls     map[string]int
-	P50, P99  time.Duration
-	Terminal  int
-	Warned    int
-	Gone      int
-	Unsettled int
-	Hash      string
-	Violation *Violation
+	Scenario string
+	Seed     uint64
+	Pods     int
+	Virtual  time.Duration
+	Wall     time.Duration
+	Steps    uint64
+	// MaxInstantSteps is the most steps taken at one virtual instant.
+	MaxInstantSteps uint64
+	Syncs           int
+	Applied         map[string]int
+	Calls           map[string]int
+	P50, P99        time.Duration
+	Terminal        int
+	Warned          int
+	Gone            int
+	Unsettled       int
+	Hash            string
+	Violation       *Violation
 }
 
 func (s *Sim) result(wall time.Duration) *Result {
 	lat := append([]time.Duration(nil), s.check.latencies...)
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	r := &Result{Scenario: s.sc.Name, Seed: s.seed, Pods: s.sc.Pods, Virtual: s.now().Sub(Epoch), Wall: wall,
-		Steps: s.step, Syncs: s.stats.syncs, Applied: s.stats.applied, Calls: s.stats.calls,
+		Steps: s.step, MaxInstantSteps: s.maxInstant, Syncs: s.stats.syncs, Applied: s.stats.applied, Calls: s.stats.calls,
 		P50: percentile(lat, 0.5), P99: percentile(lat, 0.99), Unsettled: s.check.unsettled,
 		Hash: s.trace.Sum(), Violation: s.check.violation}
 	for _, e := range s.world.byUID {

@@ -23,10 +23,17 @@ func TestScenarios(t *testing.T) {
 				if sc.Pods != 0 && sc.Pods < pods {
 					pods = sc.Pods
 				}
-				r := New(sc, seed, Options{Pods: pods}).Run()
+				s := New(sc, seed, Options{Pods: pods})
+				r := s.Run()
 				if r.Violation != nil {
 					t.Fatalf("seed %d:\n%s", seed, r.Violation)
 				}
+				// The step bounds must stay far from what a sound run needs.
+				total, perInstant := s.stepBounds()
+				if r.Steps*10 > total || r.MaxInstantSteps*10 > perInstant {
+					t.Errorf("seed %d: %d steps (%d at one instant) is within a tenth of the bounds %d (%d)", seed, r.Steps, r.MaxInstantSteps, total, perInstant)
+				}
+				t.Logf("seed %d: %d steps, at most %d at one instant", seed, r.Steps, r.MaxInstantSteps)
 				if r.Unsettled != 0 {
 					t.Errorf("seed %d: %d pods never settled", seed, r.Unsettled)
 				}

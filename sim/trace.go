@@ -24,6 +24,8 @@ type Trace struct {
 	out    io.Writer
 	filter string
 	buf    []byte
+	// lastPod is the most recent subject other than the controller.
+	lastPod string
 }
 
 func newTrace(s *Sim, out io.Writer, pod string) *Trace {
@@ -32,6 +34,9 @@ func newTrace(s *Sim, out io.Writer, pod string) *Trace {
 
 // add records one line: virtual time, step, subject (usually a pod key), text.
 func (t *Trace) add(subject, format string, args ...any) {
+	if subject != "controller" {
+		t.lastPod = subject
+	}
 	t.buf = t.buf[:0]
 	t.buf = fmt.Appendf(t.buf, "%s #%d %s ", fmtDur(t.s.now().Sub(Epoch)), t.s.step, subject)
 	t.buf = fmt.Appendf(t.buf, format, args...)

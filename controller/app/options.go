@@ -92,15 +92,18 @@ func (o *Options) ReconcilerConfig() (reconciler.Config, error) {
 			return cfg, fmt.Errorf("--quick-exit-image-allowlist entry %q: %w", img, err)
 		}
 	}
-	if o.CRRDeadline < time.Second || o.CRRMaxAttempts < 1 || o.Workers < 1 {
-		return cfg, fmt.Errorf("--crr-deadline must be at least 1s, --crr-max-attempts and --workers at least 1")
+	if o.CRRDeadline < decision.MinCRRDeadline {
+		return cfg, fmt.Errorf("--crr-deadline (%s) must be at least %s: OpenKruise's webhook refuses a shorter activeDeadlineSeconds", o.CRRDeadline, decision.MinCRRDeadline)
+	}
+	if o.CRRMaxAttempts < 1 || o.Workers < 1 {
+		return cfg, fmt.Errorf("--crr-max-attempts and --workers must be at least 1")
 	}
 	if o.CRRTTLAfterFinished < time.Duration(o.CRRMaxAttempts)*o.CRRDeadline {
 		return cfg, fmt.Errorf("--crr-ttl-after-finished (%s) must outlast the attempts (%d × %s): retries count earlier CRRs", o.CRRTTLAfterFinished, o.CRRMaxAttempts, o.CRRDeadline)
 	}
 	cfg.VirtualNodeSelector = sel
-	cfg.Policy = decision.Policy{AllowedQuickExitImages: o.QuickExitAllowlist, CRRDeadline: o.CRRDeadline,
-		MaxCRRAttempts: o.CRRMaxAttempts, RetryBackoff: o.CRRRetryBackoff}
+	cfg.Policy.AllowedQuickExitImages, cfg.Policy.CRRDeadline = o.QuickExitAllowlist, o.CRRDeadline
+	cfg.Policy.MaxCRRAttempts, cfg.Policy.RetryBackoff = o.CRRMaxAttempts, o.CRRRetryBackoff
 	cfg.CRRTTLAfterFinished = o.CRRTTLAfterFinished
 	return cfg, nil
 }

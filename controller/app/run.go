@@ -75,6 +75,11 @@ func connect(o *Options) (reconciler.Config, *Clients, bool, error) {
 	return cfg, clients, crrAPI, err
 }
 
+// crrAPIDiscoveryPeriod is how often discovery is asked whether the CRR API
+// is served (besides at once after a CRR create answered 404): OpenKruise
+// installed or removed while the controller runs is noticed within it.
+const crrAPIDiscoveryPeriod = 5 * time.Minute
+
 // Run runs the controller until ctx ends.
 func Run(ctx context.Context, o *Options) error {
 	logger := klog.FromContext(ctx)
@@ -88,7 +93,7 @@ func Run(ctx context.Context, o *Options) error {
 	if crrAPI {
 		logger.Info("ContainerRecreateRequest API found: sidecars on normal nodes are stopped through kruise-daemon")
 	} else {
-		logger.Info("ContainerRecreateRequest API not served (OpenKruise not installed): only image swaps are possible; restart the controller after installing OpenKruise")
+		logger.Info("ContainerRecreateRequest API not served (OpenKruise not installed): only image swaps are possible until it is", "discoveryPeriod", crrAPIDiscoveryPeriod.String())
 	}
 
 	metrics := reconciler.NewMetrics(registry)
@@ -128,6 +133,7 @@ func Run(ctx context.Context, o *Options) error {
 
 	// Caches fill on every replica, so a new leader acts at once.
 	caches.Start(ctx.Done())
+	go caches.DiscoverCRRAPI(ctx, clients.Kube.Discovery(), crrAPIDiscoveryPeriod)
 	workersDone := make(chan struct{})
 	var workersStarted atomic.Bool
 	run := func(ctx context.Context) {

@@ -58,6 +58,9 @@ func Decide(in Input) Plan {
 		// the phase is settled only then.
 		return plan.killInOrder(in, sidecars, regular)
 	case len(ignoring) > 0 && !settled:
+		if refused, wait := plan.settleRefused(in, ignoring); wait {
+			return refused
+		}
 		// Settle the phase and nothing else: the kubelet stops the containers
 		// of a pod whose phase is terminal, and keeps the phase. Stopping them
 		// ourselves in the same breath races the kubelet's own pending status

@@ -426,6 +426,7 @@ func TestDecide(t *testing.T) {
 				in.Policy = *tc.policy
 			}
 			plan := Decide(in)
+			sameAfterTrim(t, in, plan)
 			got := want{verdict: plan.Verdict, actions: plan.Actions, failed: plan.FailedKills, requeue: plan.RequeueAfter}
 			for _, p := range plan.Problems {
 				got.problems = append(got.problems, p.Reason)

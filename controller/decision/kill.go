@@ -42,15 +42,26 @@ func (p Plan) kill(in Input, targets []Container) Plan {
 			p.requeue(deadline.Sub(in.Now) + time.Second)
 			continue
 		}
-		failed := everTargeted(in.CRRs, c.Name)
+		// A refused CRR is a failed kill as much as one that ran out.
+		refusedCRR := refusedCRRFor(in, c.Name)
+		failed := everTargeted(in.CRRs, c.Name) || refusedCRR != nil
 		if failed {
 			p.FailedKills = append(p.FailedKills, c.Name)
-			p.Problems = append(p.Problems, Problem{Reason: ReasonSidecarKillFailed, Message: fmt.Sprintf(
-				"container %q still %s after %s ended or passed its deadline", c.Name, c.State, latest.Name)})
+			if refusedCRR != nil {
+				p.Problems = append(p.Problems, refusedKill(refusedCRR, c.Name))
+			} else {
+				p.Problems = append(p.Problems, Problem{Reason: ReasonSidecarKillFailed, Message: fmt.Sprintf(
+					"container %q still %s after %s ended or passed its deadline", c.Name, c.State, latest.Name)})
+			}
+		}
+		image, wait := p.swapAfterRefusal(in, c)
+		if wait > 0 {
+			waiting = append(waiting, fmt.Sprintf("the image swap of %q is retried in %s, after it was refused", c.Name, wait.Round(time.Second)))
+			continue
 		}
 		switch {
 		case in.Node.Virtual:
-			if c.QuickExitImage == "" {
+			if image == "" {
 				noPath = append(noPath, fmt.Sprintf("container %q is on virtual node %q, which runs no kruise-daemon, and has no usable quick-exit image", c.Name, in.Node.Name))
 				continue
 			}
@@ -58,17 +69,17 @@ func (p Plan) kill(in Input, targets []Container) Plan {
 		case c.State != StateRunning:
 			// A ContainerRecreateRequest stops a running container; one that
 			// never started (or waits to restart) has nothing to stop.
-			if c.QuickExitImage == "" {
+			if image == "" {
 				noPath = append(noPath, fmt.Sprintf("container %q is %s, not running, so a ContainerRecreateRequest cannot stop it, and it has no usable quick-exit image", c.Name, c.State))
 				p.requeue(waitingRequeue)
 				continue
 			}
 			bySwap = append(bySwap, c)
-		case failed && c.QuickExitImage != "":
+		case failed && image != "":
 			bySwap = append(bySwap, c)
 		case c.KillByCRR && in.CRRAPI:
 			byCRR = append(byCRR, c)
-		case c.QuickExitImage != "":
+		case image != "":
 			bySwap = append(bySwap, c)
 		case c.KillByCRR:
 			noPath = append(noPath, fmt.Sprintf("container %q needs a ContainerRecreateRequest, but that API (OpenKruise) is not installed, and it has no usable quick-exit image", c.Name))
@@ -128,6 +139,21 @@ func (p *Plan) planCRR(in Input, latest *CRR, inFlight bool, deadline time.Time,
 		if notBefore := failedAt.Add(in.Policy.RetryBackoff << (latest.Attempt - 1)); in.Now.Before(notBefore) {
 			p.requeue(notBefore.Sub(in.Now))
 			return append(waiting, fmt.Sprintf("retry %d for %v after backoff", attempt, names(cs))), noPath
+		}
+	}
+	// The create of this very attempt was refused: it was never made, so it
+	// keeps its number; the refusal sets when it is sent again, if ever.
+	if r := latestRefusal(in.Refusals, ActionCreateCRR, ""); r != nil && r.Attempt == attempt {
+		wait, gaveUp := refusalWait(r, in.Policy, in.Now)
+		if gaveUp {
+			p.Problems = append(p.Problems, Problem{Reason: ReasonSidecarKillGaveUp, Message: fmt.Sprintf(
+				"containers %v still run: the ContainerRecreateRequest was refused %d times (last: %s); giving up (set a quick-exit image to let the controller swap it)",
+				names(cs), r.Count, r.Describe())})
+			return waiting, append(noPath, fmt.Sprintf("containers %v: ContainerRecreateRequest refused", names(cs)))
+		}
+		if wait > 0 {
+			p.requeue(wait)
+			return append(waiting, fmt.Sprintf("ContainerRecreateRequest attempt %d for %v is sent again in %s, after it was refused", attempt, names(cs), wait.Round(time.Second))), noPath
 		}
 	}
 	p.Actions = append(p.Actions, Action{Kind: ActionCreateCRR, Containers: names(cs),

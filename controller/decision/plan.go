@@ -87,6 +87,7 @@ const (
 	ReasonNodeNotFound             = "NodeNotFound"
 	ReasonSidecarKillFailed        = "SidecarKillFailed"
 	ReasonSidecarKillGaveUp        = "SidecarKillGaveUp"
+	ReasonPhaseSettleRefused       = "PhaseSettleRefused"
 	ReasonInvalidStopOrder         = "InvalidStopOrder"
 	ReasonStopOrderHeldUp          = "StopOrderHeldUp"
 )

@@ -124,10 +124,16 @@ func (p Plan) killInOrder(in Input, sidecars, regular []Container) Plan {
 
 	stageIn := in
 	stageIn.stage = status.Stage
-	stageIn.CRRs = nil
+	stageIn.CRRs, stageIn.Refusals = nil, nil
 	for _, c := range in.CRRs {
 		if c.Stage == status.Stage {
 			stageIn.CRRs = append(stageIn.CRRs, c)
+		}
+	}
+	// A refused CRR of an earlier stage is no refusal of this stage's.
+	for _, r := range in.Refusals {
+		if r.Kind != ActionCreateCRR || overlaps(r.Containers, names(targets)) {
+			stageIn.Refusals = append(stageIn.Refusals, r)
 		}
 	}
 	p = p.kill(stageIn, targets)
@@ -147,10 +153,17 @@ func (p Plan) killInOrder(in Input, sidecars, regular []Container) Plan {
 // soon"), so the next stage's CRR would wait for the earlier one's deadline.
 func (p Plan) stageActions(in Input, stage, markStage int, markAt time.Time) []Action {
 	var out []Action
+	// Without the delete (refused: an RBAC without it, a policy), the next
+	// CRR still goes: it waits behind the earlier one until that one's
+	// deadline, slower but bounded.
+	deleteRefused := latestRefusal(in.Refusals, ActionDeleteCRR, "") != nil
 	for _, a := range p.Actions {
 		switch a.Kind {
 		case ActionCreateCRR:
 			for _, c := range in.CRRs {
+				if deleteRefused {
+					break
+				}
 				if c.Stage < stage && !c.Finished() {
 					out = append(out, Action{Kind: ActionDeleteCRR, CRRName: c.Name, Containers: c.Containers, Stage: c.Stage})
 				}
@@ -257,4 +270,13 @@ func later(a, b time.Time) time.Time {
 		return b
 	}
 	return a
+}
+
+func overlaps(a, b []string) bool {
+	for _, x := range a {
+		if contains(b, x) {
+			return true
+		}
+	}
+	return false
 }

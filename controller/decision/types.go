@@ -110,12 +110,20 @@ type Policy struct {
 	// MaxCRRAttempts bounds the CRRs made for one pod.
 	MaxCRRAttempts int
 	// RetryBackoff is the wait before the second CRR; it doubles each time.
+	// A refused write is retried from the same wait.
 	RetryBackoff time.Duration
+	// MaxRefusals bounds how often a transiently refused write (5xx, 429,
+	// timeouts) is sent for one pod before the controller gives up on it.
+	MaxRefusals int
+	// RefusalBackoffMax caps the backoff between refused writes; a
+	// permanently refused write waits this long before its one retry.
+	RefusalBackoffMax time.Duration
 }
 
 // DefaultPolicy is what the controller runs with unless told otherwise.
 func DefaultPolicy() Policy {
-	return Policy{CRRDeadline: time.Minute, MaxCRRAttempts: 3, RetryBackoff: 5 * time.Second}
+	return Policy{CRRDeadline: time.Minute, MaxCRRAttempts: 3, RetryBackoff: 5 * time.Second,
+		MaxRefusals: 10, RefusalBackoffMax: 5 * time.Minute}
 }
 
 // Input is everything Decide looks at.
@@ -124,11 +132,21 @@ type Input struct {
 	Node   Node
 	CRRs   []CRR
 	CRRAPI bool // the ContainerRecreateRequest API is served
-	Now    time.Time
-	Policy Policy
+	// Refusals are the pod's writes the cluster refused, latest per kind of
+	// write, as the reconciler remembers them.
+	Refusals []Refusal
+	Now      time.Time
+	Policy   Policy
 
 	// stage is the stop-order stage being planned: set by the stop-order
 	// layer on the copy of the input it hands to kill, whose CRRs are then
 	// that stage's only.
 	stage int
 }
+
+// MinCRRDeadline is the shortest activeDeadlineSeconds OpenKruise's CRR
+// webhook admits (minDeadlineSeconds = 3 in
+// github.com/openkruise/kruise v1.9.1,
+// pkg/webhook/containerrecreaterequest/mutating/crr_mutating_handler.go):
+// a shorter --crr-deadline would have every CRR refused with 400.
+const MinCRRDeadline = 3 * time.Second

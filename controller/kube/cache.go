@@ -1,7 +1,10 @@
 package kube
 
 import (
+	"context"
 	"fmt"
+	"sync"
+	"time"
 
 	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
 	kruiseclient "github.com/openkruise/kruise-api/client/clientset/versioned"
@@ -18,6 +21,7 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 
 	"github.com/sidecar-terminator/sidecar-terminator/controller/reconciler"
 )
@@ -34,16 +38,25 @@ var nodesResource = schema.GroupVersionResource{Version: "v1", Resource: "nodes"
 type Caches struct {
 	PodInformer  cache.SharedIndexInformer
 	NodeInformer cache.SharedIndexInformer
-	CRRInformer  cache.SharedIndexInformer // nil when the CRR API is not served
+	// CRRInformer is nil while the CRR API has never been served; read it
+	// through crrInformer once the caches run, as discovery may add it.
+	CRRInformer cache.SharedIndexInformer
 
 	podFactory    informers.SharedInformerFactory
 	nodeFactory   metadatainformer.SharedInformerFactory
 	kruiseFactory kruiseinformers.SharedInformerFactory
+	kruise        kruiseclient.Interface
+
+	mu          sync.Mutex
+	crrServed   bool
+	crrHandlers []cache.ResourceEventHandler
+	stop        <-chan struct{}
+	rediscover  chan struct{}
 }
 
-// NewCaches sets up the informers; crrAPI says whether to watch CRRs.
+// NewCaches sets up the informers; crrAPI says whether the CRR API is served.
 func NewCaches(client kubernetes.Interface, meta metadata.Interface, kruise kruiseclient.Interface, crrAPI bool) (*Caches, error) {
-	c := &Caches{}
+	c := &Caches{kruise: kruise, rediscover: make(chan struct{}, 1)}
 	c.podFactory = informers.NewSharedInformerFactoryWithOptions(client, 0,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = PodFieldSelector }))
 	c.PodInformer = c.podFactory.Core().V1().Pods().Informer()
@@ -56,31 +69,129 @@ func NewCaches(client kubernetes.Interface, meta metadata.Interface, kruise krui
 		return nil, fmt.Errorf("set node transform: %w", err)
 	}
 	if crrAPI {
-		c.kruiseFactory = kruiseinformers.NewSharedInformerFactoryWithOptions(kruise, 0,
-			kruiseinformers.WithTweakListOptions(func(o *metav1.ListOptions) {
-				o.LabelSelector = labels.SelectorFromSet(labels.Set{reconciler.LabelManagedBy: reconciler.ManagedByValue}).String()
-			}))
-		c.CRRInformer = c.kruiseFactory.Apps().V1alpha1().ContainerRecreateRequests().Informer()
-		if err := c.CRRInformer.SetTransform(StripManagedFields); err != nil {
-			return nil, fmt.Errorf("set CRR transform: %w", err)
-		}
-		if err := c.CRRInformer.AddIndexers(cache.Indexers{crrByPodUID: func(obj any) ([]string, error) {
-			crr, ok := obj.(*kruisev1alpha1.ContainerRecreateRequest)
-			if !ok {
-				return nil, nil
-			}
-			return []string{crr.Labels[reconciler.LabelPodUID]}, nil
-		}}); err != nil {
-			return nil, fmt.Errorf("index CRRs: %w", err)
+		if err := c.watchCRRs(); err != nil {
+			return nil, err
 		}
 	}
 	return c, nil
+}
+
+// watchCRRs makes the CRR informer, listing only our CRRs. Called with mu
+// held, or before the caches are shared.
+func (c *Caches) watchCRRs() error {
+	c.crrServed = true
+	if c.CRRInformer != nil {
+		return nil
+	}
+	c.kruiseFactory = kruiseinformers.NewSharedInformerFactoryWithOptions(c.kruise, 0,
+		kruiseinformers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.LabelSelector = labels.SelectorFromSet(labels.Set{reconciler.LabelManagedBy: reconciler.ManagedByValue}).String()
+		}))
+	informer := c.kruiseFactory.Apps().V1alpha1().ContainerRecreateRequests().Informer()
+	if err := informer.SetTransform(StripManagedFields); err != nil {
+		return fmt.Errorf("set CRR transform: %w", err)
+	}
+	if err := informer.AddIndexers(cache.Indexers{crrByPodUID: func(obj any) ([]string, error) {
+		crr, ok := obj.(*kruisev1alpha1.ContainerRecreateRequest)
+		if !ok {
+			return nil, nil
+		}
+		return []string{crr.Labels[reconciler.LabelPodUID]}, nil
+	}}); err != nil {
+		return fmt.Errorf("index CRRs: %w", err)
+	}
+	for _, h := range c.crrHandlers {
+		if _, err := informer.AddEventHandler(h); err != nil {
+			return fmt.Errorf("watch CRRs: %w", err)
+		}
+	}
+	c.CRRInformer = informer
+	if c.stop != nil {
+		c.kruiseFactory.Start(c.stop)
+	}
+	return nil
+}
+
+// AddCRRHandler adds a handler to the CRR informer, now or whenever
+// discovery finds the API.
+func (c *Caches) AddCRRHandler(h cache.ResourceEventHandler) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.crrHandlers = append(c.crrHandlers, h)
+	if c.CRRInformer == nil {
+		return nil
+	}
+	_, err := c.CRRInformer.AddEventHandler(h)
+	return err
+}
+
+func (c *Caches) crrInformer() cache.SharedIndexInformer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.crrServed {
+		return nil
+	}
+	return c.CRRInformer
+}
+
+// RediscoverCRRAPI implements reconciler.CRRAPIRediscoverer: the next
+// discovery round runs now.
+func (c *Caches) RediscoverCRRAPI() {
+	select {
+	case c.rediscover <- struct{}{}:
+	default:
+	}
+}
+
+// DiscoverCRRAPI asks discovery every period, and at once when a CRR create
+// answered 404, whether the CRR API is served, until ctx ends. Losing it
+// (the CRD removed) turns CRRs off: pods get image swaps where an image is
+// known and a Warning otherwise; finding it (OpenKruise installed) starts
+// the CRR informer. Each change is logged.
+func (c *Caches) DiscoverCRRAPI(ctx context.Context, d discovery.DiscoveryInterface, period time.Duration) {
+	logger := klog.FromContext(ctx)
+	ticker := time.NewTicker(period)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		case <-c.rediscover:
+		}
+		served, err := CRRAPIServed(d)
+		if err != nil {
+			logger.Info("Discovery of the ContainerRecreateRequest API failed; keeping what was known", "err", err.Error())
+			continue
+		}
+		c.mu.Lock()
+		was := c.crrServed
+		var werr error
+		switch {
+		case served && !was:
+			werr = c.watchCRRs()
+		case !served:
+			c.crrServed = false
+		}
+		c.mu.Unlock()
+		switch {
+		case werr != nil:
+			logger.Error(werr, "ContainerRecreateRequest API found, but its informer could not be set up")
+		case served && !was:
+			logger.Info("ContainerRecreateRequest API found: sidecars on normal nodes are stopped through kruise-daemon again")
+		case !served && was:
+			logger.Info("ContainerRecreateRequest API lost (OpenKruise's CRD removed?): only image swaps are possible until it is back")
+		}
+	}
 }
 
 // Start starts the informers; stop ends them.
 func (c *Caches) Start(stop <-chan struct{}) {
 	c.podFactory.Start(stop)
 	c.nodeFactory.Start(stop)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stop = stop
 	if c.kruiseFactory != nil {
 		c.kruiseFactory.Start(stop)
 	}
@@ -89,8 +200,8 @@ func (c *Caches) Start(stop <-chan struct{}) {
 // Synced lists the informers' HasSynced functions.
 func (c *Caches) Synced() []cache.InformerSynced {
 	s := []cache.InformerSynced{c.PodInformer.HasSynced, c.NodeInformer.HasSynced}
-	if c.CRRInformer != nil {
-		s = append(s, c.CRRInformer.HasSynced)
+	if i := c.crrInformer(); i != nil {
+		s = append(s, i.HasSynced)
 	}
 	return s
 }
@@ -132,10 +243,11 @@ func (c *Caches) NodeLabels(name string) (map[string]string, bool) {
 
 // CRRs implements reconciler.Reader.
 func (c *Caches) CRRs(pod *corev1.Pod) ([]*kruisev1alpha1.ContainerRecreateRequest, error) {
-	if c.CRRInformer == nil {
+	informer := c.crrInformer()
+	if informer == nil {
 		return nil, nil
 	}
-	objs, err := c.CRRInformer.GetIndexer().ByIndex(crrByPodUID, string(pod.UID))
+	objs, err := informer.GetIndexer().ByIndex(crrByPodUID, string(pod.UID))
 	if err != nil {
 		return nil, err
 	}
@@ -149,7 +261,9 @@ func (c *Caches) CRRs(pod *corev1.Pod) ([]*kruisev1alpha1.ContainerRecreateReque
 }
 
 // CRRAPIAvailable implements reconciler.Reader.
-func (c *Caches) CRRAPIAvailable() bool { return c.CRRInformer != nil }
+// Until a CRR informer found late has synced, a pod's earlier CRRs may not
+// show yet: the next CRR has a deterministic name, so it meets AlreadyExists.
+func (c *Caches) CRRAPIAvailable() bool { return c.crrInformer() != nil }
 
 // CRRAPIServed asks discovery whether apps.kruise.io/v1alpha1 serves
 // containerrecreaterequests.
@@ -169,4 +283,7 @@ func CRRAPIServed(d discovery.DiscoveryInterface) (bool, error) {
 	return false, nil
 }
 
-var _ reconciler.Reader = (*Caches)(nil)
+var (
+	_ reconciler.Reader             = (*Caches)(nil)
+	_ reconciler.CRRAPIRediscoverer = (*Caches)(nil)
+)

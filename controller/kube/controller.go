@@ -45,14 +45,12 @@ func NewController(caches *Caches, syncer Syncer) (*Controller, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("watch pods: %w", err)
 	}
-	if caches.CRRInformer != nil {
-		if _, err := caches.CRRInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    c.enqueueCRRPod,
-			UpdateFunc: func(_, obj any) { c.enqueueCRRPod(obj) },
-			DeleteFunc: c.enqueueCRRPod,
-		}); err != nil {
-			return nil, fmt.Errorf("watch CRRs: %w", err)
-		}
+	if err := caches.AddCRRHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueueCRRPod,
+		UpdateFunc: func(_, obj any) { c.enqueueCRRPod(obj) },
+		DeleteFunc: c.enqueueCRRPod,
+	}); err != nil {
+		return nil, fmt.Errorf("watch CRRs: %w", err)
 	}
 	return c, nil
 }

@@ -33,7 +33,9 @@ func TrimPod(obj any) (any, error) {
 		},
 	}
 	for _, c := range pod.Spec.InitContainers {
-		out.Spec.InitContainers = append(out.Spec.InitContainers, corev1.Container{Name: c.Name, RestartPolicy: c.RestartPolicy})
+		// The image too: the plan lists every container with its image, and
+		// `explain` prints it.
+		out.Spec.InitContainers = append(out.Spec.InitContainers, corev1.Container{Name: c.Name, Image: c.Image, RestartPolicy: c.RestartPolicy})
 	}
 	for _, c := range pod.Spec.Containers {
 		out.Spec.Containers = append(out.Spec.Containers, corev1.Container{Name: c.Name, Image: c.Image, Env: ourEnv(c.Env)})

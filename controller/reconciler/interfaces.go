@@ -44,3 +44,10 @@ type Writer interface {
 type Recorder interface {
 	Event(object runtime.Object, eventtype, reason, message string)
 }
+
+// CRRAPIRediscoverer is a Reader that can ask discovery again whether the
+// ContainerRecreateRequest API is served; the reconciler calls it when a CRR
+// create answers 404 (the CRD was removed while the controller ran).
+type CRRAPIRediscoverer interface {
+	RediscoverCRRAPI()
+}

@@ -12,6 +12,12 @@ type Metrics struct {
 	Warnings    *prometheus.CounterVec
 	Decisions   *prometheus.CounterVec
 	PodsTracked prometheus.Gauge
+	// Refusals counts writes the cluster refused, by method and class
+	// (permanent or transient); each is also an action with result error.
+	Refusals *prometheus.CounterVec
+	// ExpectationsTimedOut counts writes whose effect the cache never showed
+	// within the expectation timeout.
+	ExpectationsTimedOut prometheus.Counter
 }
 
 // Result labels of the actions counter.
@@ -53,9 +59,18 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "sidecar_terminator_pods_tracked",
 			Help: "Job-type pods with marked sidecars that are not finished yet.",
 		}),
+		Refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sidecar_terminator_refused_writes_total",
+			Help: "Writes refused by the cluster (a webhook, an admission policy, the API server), by method and class: permanent or transient.",
+		}, []string{"method", "class"}),
+		ExpectationsTimedOut: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sidecar_terminator_expectations_timed_out_total",
+			Help: "Writes whose effect the informer cache did not show within the expectation timeout; the pod was decided afresh.",
+		}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.Actions, m.Latency, m.FailedKills, m.Warnings, m.Decisions, m.PodsTracked)
+		reg.MustRegister(m.Refusals, m.ExpectationsTimedOut)
 	}
 	return m
 }

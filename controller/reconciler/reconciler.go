@@ -80,6 +80,11 @@ type podMemory struct {
 	warned  map[string]bool
 	failed  map[string]bool // failed kills already counted, by container
 	tracked bool
+	// refused holds the latest refused write of each kind: a decision input
+	// (decision.Input.Refusals). It lives here, with the pod's other memory,
+	// and not in any cache of API objects: it is what this controller was
+	// told, not what the cluster holds.
+	refused map[decision.ActionKind]decision.Refusal
 }
 
 // expectation is one write whose effect the cache has not shown yet.
@@ -112,40 +117,99 @@ func (r *Reconciler) Sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	now := r.clock.Now()
 
 	if len(mem.pending) > 0 {
-		if r.satisfied(pod, mem.pending) || now.Sub(mem.since) >= r.cfg.ExpectationTimeout {
+		switch {
+		case r.satisfied(pod, mem.pending):
 			mem.pending = nil
-		} else {
+		case now.Sub(mem.since) >= r.cfg.ExpectationTimeout:
+			// The write's effect never showed up (a policy engine stripped
+			// the CRR's label, a watch event was lost): decide afresh, and
+			// say so, since it means the cache and the cluster disagree.
+			r.metrics.ExpectationsTimedOut.Inc()
+			logger.Info("Expectation timed out: deciding afresh", "pending", describePending(mem.pending), "after", now.Sub(mem.since).String())
+			mem.pending = nil
+		default:
 			logger.V(4).Info("Waiting for the cache to show an earlier write", "pending", len(mem.pending))
 			return r.cfg.ExpectationTimeout - now.Sub(mem.since), nil
 		}
 	}
 
-	plan, err := r.Plan(pod, now)
-	if err != nil {
-		return 0, err
-	}
-	r.metrics.Decisions.WithLabelValues(string(plan.Verdict)).Inc()
-	r.track(key, plan.Verdict)
-	r.report(logger, pod, mem, plan)
-
-	for _, action := range plan.Actions {
-		if err := r.act(ctx, logger, pod, mem, plan, action); err != nil {
+	// A refused write is remembered and the pod decided again at once, so a
+	// refused CRR turns into an image swap (or a backoff, whose wait the
+	// next plan returns) in the same sync. The decision never plans a write
+	// whose refusal's backoff is running, so each pass refuses a different
+	// kind of write, and the passes end.
+	for pass := 0; ; pass++ {
+		plan, err := r.plan(pod, mem, now)
+		if err != nil {
 			return 0, err
 		}
+		r.metrics.Decisions.WithLabelValues(string(plan.Verdict)).Inc()
+		r.track(key, plan.Verdict)
+		r.report(logger, pod, mem, plan)
+
+		refused := false
+		for _, action := range plan.Actions {
+			if refused, err = r.act(ctx, logger, pod, mem, plan, action); err != nil {
+				return 0, err
+			}
+			if refused {
+				break
+			}
+		}
+		if refused && pass < len(refusalKinds) {
+			continue
+		}
+		if refused {
+			return r.cfg.Policy.RetryBackoff, nil
+		}
+		if plan.Verdict == decision.VerdictIgnored {
+			r.forget(key)
+		}
+		return r.requeueAfter(mem, plan.RequeueAfter, now), nil
 	}
-	if plan.Verdict == decision.VerdictIgnored {
-		r.forget(key)
+}
+
+// requeueAfter is when to look at the pod again: the plan's own wait, or the
+// expectation's timeout if a write is still unseen, whichever comes first,
+// so a write whose effect never reaches the cache is revisited even when
+// nothing else wakes the pod.
+func (r *Reconciler) requeueAfter(mem *podMemory, planned time.Duration, now time.Time) time.Duration {
+	if len(mem.pending) == 0 {
+		return planned
 	}
-	return plan.RequeueAfter, nil
+	timeout := r.cfg.ExpectationTimeout - now.Sub(mem.since)
+	if timeout <= 0 {
+		timeout = time.Second
+	}
+	if planned == 0 || timeout < planned {
+		return timeout
+	}
+	return planned
+}
+
+func describePending(pending []expectation) []string {
+	out := make([]string, len(pending))
+	for i, e := range pending {
+		out[i] = string(e.action.Kind)
+		if e.action.CRRName != "" {
+			out[i] += " " + e.action.CRRName
+		}
+	}
+	return out
 }
 
 // Plan gathers the decision's facts about the pod from the Reader and decides,
 // without acting: Sync acts on it, `explain` prints it.
 func (r *Reconciler) Plan(pod *corev1.Pod, now time.Time) (decision.Plan, error) {
+	return r.plan(pod, r.memory(cache.ObjectName{Namespace: pod.Namespace, Name: pod.Name}, pod.UID), now)
+}
+
+func (r *Reconciler) plan(pod *corev1.Pod, mem *podMemory, now time.Time) (decision.Plan, error) {
 	in, err := r.input(pod, now)
 	if err != nil {
 		return decision.Plan{}, err
 	}
+	in.Refusals = mem.refusals()
 	return decision.Decide(in), nil
 }
 
@@ -197,8 +261,10 @@ func (r *Reconciler) report(logger klog.Logger, pod *corev1.Pod, mem *podMemory,
 	logger.V(v).Info("Decision", "verdict", plan.Verdict, "reason", plan.Reason, "actions", len(plan.Actions))
 }
 
-// act carries out one action: raise the expectation, write, and record.
-func (r *Reconciler) act(ctx context.Context, logger klog.Logger, pod *corev1.Pod, mem *podMemory, plan decision.Plan, a decision.Action) error {
+// act carries out one action: raise the expectation, write, and record. A
+// refused write is remembered for the decision (refused true) rather than
+// returned as an error: retrying it blindly is what the decision is for.
+func (r *Reconciler) act(ctx context.Context, logger klog.Logger, pod *corev1.Pod, mem *podMemory, plan decision.Plan, a decision.Action) (refused bool, _ error) {
 	method := string(a.Kind)
 	r.expect(mem, a)
 	err := r.send(ctx, pod, a)
@@ -208,18 +274,32 @@ func (r *Reconciler) act(ctx context.Context, logger klog.Logger, pod *corev1.Po
 	case a.Kind == decision.ActionCreateCRR && apierrors.IsAlreadyExists(err):
 		// Made by an earlier run of this controller: the work is done.
 		result, err = ResultAlreadyDone, nil
-	case apierrors.IsInvalid(err) || apierrors.IsConflict(err):
-		// A test op failed or the object moved on: decide again on fresh state.
-		result = ResultStale
-	default:
-		result = ResultError
 	}
-	r.metrics.Actions.WithLabelValues(method, result).Inc()
 	if err != nil {
 		r.unexpect(mem, a)
-		logger.Info("Action failed", "method", method, "containers", a.Containers, "err", err.Error())
-		return fmt.Errorf("%s for pod %s/%s: %w", method, pod.Namespace, pod.Name, err)
+		what, refusal := classify(err, a)
+		if what == outcomeStale {
+			// The pod moved on: decide again on fresh state.
+			r.metrics.Actions.WithLabelValues(method, ResultStale).Inc()
+			logger.Info("Action failed", "method", method, "containers", a.Containers, "err", boundedMessage(err.Error()))
+			return false, fmt.Errorf("%s for pod %s/%s: %w", method, pod.Namespace, pod.Name, err)
+		}
+		refusal = mem.remember(refusal, r.clock.Now())
+		class := "transient"
+		if refusal.Permanent {
+			class = "permanent"
+		}
+		r.metrics.Actions.WithLabelValues(method, ResultError).Inc()
+		r.metrics.Refusals.WithLabelValues(method, class).Inc()
+		logger.Info("Write refused", "method", method, "containers", a.Containers, "crr", a.CRRName, "class", class,
+			"code", refusal.Code, "reason", refusal.Reason, "message", refusal.Message, "count", refusal.Count)
+		if a.Kind == decision.ActionCreateCRR && apierrors.IsNotFound(err) {
+			r.crrAPIGone(logger)
+		}
+		return true, nil
 	}
+	delete(mem.refused, a.Kind)
+	r.metrics.Actions.WithLabelValues(method, result).Inc()
 	if result == ResultSuccess {
 		if !plan.MainsDoneAt.IsZero() {
 			r.metrics.Latency.WithLabelValues(method).Observe(r.clock.Since(plan.MainsDoneAt).Seconds())
@@ -227,7 +307,16 @@ func (r *Reconciler) act(ctx context.Context, logger klog.Logger, pod *corev1.Po
 		r.events.Event(pod, corev1.EventTypeNormal, ReasonTerminated, describe(a))
 	}
 	logger.Info("Action", "method", method, "containers", a.Containers, "result", result, "crr", a.CRRName)
-	return nil
+	return false, nil
+}
+
+// crrAPIGone tells a Reader that can look again that the CRR API answered
+// 404: the CRD was removed while the controller ran.
+func (r *Reconciler) crrAPIGone(logger klog.Logger) {
+	if d, ok := r.read.(CRRAPIRediscoverer); ok {
+		logger.Info("The ContainerRecreateRequest API answered 404: looking for it again")
+		d.RediscoverCRRAPI()
+	}
 }
 
 func (r *Reconciler) send(ctx context.Context, pod *corev1.Pod, a decision.Action) error {

@@ -1,0 +1,260 @@
+package reconciler_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
+	"github.com/sidecar-terminator/sidecar-terminator/controller/kruisetest"
+	"github.com/sidecar-terminator/sidecar-terminator/controller/podtest"
+	"github.com/sidecar-terminator/sidecar-terminator/controller/reconciler"
+)
+
+const quickExit = "ghcr.io/sidecar-terminator/quick-exit:v1"
+
+// world is a Reader over a fixed pod and node, and a Writer whose answers
+// the test scripts per method; it records every write it was sent.
+type world struct {
+	pod        *corev1.Pod
+	nodeLabels map[string]string
+	crrs       []*kruisev1alpha1.ContainerRecreateRequest
+	crrAPI     bool
+	rediscover int
+
+	answers map[string][]error // per method, consumed in order; nil: accepted
+	sent    []string
+}
+
+func (w *world) Pod(namespace, name string) (*corev1.Pod, error) {
+	if w.pod == nil || w.pod.Name != name {
+		return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, name)
+	}
+	return w.pod, nil
+}
+func (w *world) NodeLabels(string) (map[string]string, bool) { return w.nodeLabels, true }
+func (w *world) CRRs(*corev1.Pod) ([]*kruisev1alpha1.ContainerRecreateRequest, error) {
+	return w.crrs, nil
+}
+func (w *world) CRRAPIAvailable() bool { return w.crrAPI }
+func (w *world) RediscoverCRRAPI()     { w.rediscover++ }
+
+func (w *world) answer(method string) error {
+	w.sent = append(w.sent, method)
+	list := w.answers[method]
+	if len(list) == 0 {
+		return nil
+	}
+	w.answers[method] = list[1:]
+	return list[0]
+}
+
+func (w *world) CreateCRR(_ context.Context, crr *kruisev1alpha1.ContainerRecreateRequest, _ bool) error {
+	return w.answer("crr " + crr.Name)
+}
+func (w *world) DeleteCRR(_ context.Context, _, name string) error {
+	return w.answer("delete " + name)
+}
+func (w *world) PatchPod(context.Context, string, string, []byte) error { return w.answer("swap") }
+func (w *world) PatchPodStatus(context.Context, string, string, []byte) error {
+	return w.answer("settle")
+}
+func (w *world) AnnotatePod(_ context.Context, _, _ string, _ types.UID, key, _ string) error {
+	return w.answer("annotate " + key)
+}
+
+type event struct{ kind, reason, message string }
+type events struct{ list []event }
+
+func (e *events) Event(_ runtime.Object, kind, reason, message string) {
+	e.list = append(e.list, event{kind, reason, message})
+}
+func (e *events) warnings(reason string) []event {
+	var out []event
+	for _, ev := range e.list {
+		if ev.kind == corev1.EventTypeWarning && ev.reason == reason {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+type fixture struct {
+	w       *world
+	ev      *events
+	clock   *clocktesting.FakeClock
+	metrics *reconciler.Metrics
+	rec     *reconciler.Reconciler
+}
+
+func newFixture(pod *corev1.Pod) *fixture {
+	f := &fixture{w: &world{pod: pod, crrAPI: true, answers: map[string][]error{}}, ev: &events{},
+		clock: clocktesting.NewFakeClock(podtest.Epoch.Add(11 * time.Second)), metrics: reconciler.NewMetrics(nil)}
+	f.rec = reconciler.New(reconciler.DefaultConfig(), f.w, f.w, f.ev, f.metrics, f.clock)
+	return f
+}
+
+func (f *fixture) sync(t *testing.T) time.Duration {
+	t.Helper()
+	after, err := f.rec.Sync(context.Background(), cache.ObjectName{Namespace: f.w.pod.Namespace, Name: f.w.pod.Name})
+	if err != nil {
+		t.Fatalf("Sync: %v", err)
+	}
+	return after
+}
+
+func jobPod(sidecar ...podtest.Option) *corev1.Pod {
+	return podtest.Pod("p").Container("main", podtest.Exited(0, podtest.Epoch.Add(10*time.Second))).Container("log", sidecar...).Build()
+}
+
+var (
+	markCRR   = podtest.Env(decision.EnvTerminate, "true")
+	markImage = podtest.Env(decision.EnvTerminateWithImage, quickExit)
+)
+
+// Issue item 1: kruise-manager down (its webhook, failurePolicy Fail, answers
+// 500): the refused CRR is a failed kill, and a sidecar with an image is
+// swapped in the same sync, with a Warning naming the status and the answer.
+func TestRefusedCRRFallsBackToTheImageSwap(t *testing.T) {
+	f := newFixture(jobPod(markCRR, markImage))
+	crr := "crr " + decision.CRRName(f.w.pod, 1)
+	f.w.answers[crr] = []error{kruisetest.WebhookDown()}
+	f.sync(t)
+	if want := []string{crr, "swap"}; strings.Join(f.w.sent, ",") != strings.Join(want, ",") {
+		t.Fatalf("writes %v, want %v", f.w.sent, want)
+	}
+	warned := f.ev.warnings(decision.ReasonSidecarKillFailed)
+	if len(warned) != 1 || !strings.Contains(warned[0].message, "HTTP 500") || !strings.Contains(warned[0].message, kruisetest.WebhookName) {
+		t.Fatalf("want one SidecarKillFailed naming HTTP 500 and the webhook, got %+v", f.ev.list)
+	}
+	if got := testutil.ToFloat64(f.metrics.Actions.WithLabelValues(string(decision.ActionCreateCRR), reconciler.ResultError)); got != 1 {
+		t.Errorf("CRR actions with result error = %v, want 1", got)
+	}
+	if got := testutil.ToFloat64(f.metrics.Refusals.WithLabelValues(string(decision.ActionCreateCRR), "transient")); got != 1 {
+		t.Errorf("transient CRR refusals = %v, want 1", got)
+	}
+}
+
+// Issue item 1: with no image, the refused CRR is sent again on the
+// decision's backoff, not the workqueue's (five syncs were five creates), and
+// after MaxRefusals a final Warning ends it.
+func TestRefusedCRRWithoutImageBacksOffThenGivesUp(t *testing.T) {
+	f := newFixture(jobPod(markCRR))
+	crr := "crr " + decision.CRRName(f.w.pod, 1)
+	p := decision.DefaultPolicy()
+	for i := 0; i < p.MaxRefusals; i++ {
+		f.w.answers[crr] = append(f.w.answers[crr], kruisetest.WebhookDown())
+	}
+	after := f.sync(t)
+	if len(f.w.sent) != 1 || after != p.RetryBackoff {
+		t.Fatalf("first sync: writes %v, requeue %s; want one create and a requeue after %s", f.w.sent, after, p.RetryBackoff)
+	}
+	// Syncs within the backoff (events waking the pod) send nothing.
+	for i := 0; i < 5; i++ {
+		f.sync(t)
+	}
+	if len(f.w.sent) != 1 {
+		t.Fatalf("syncs within the backoff wrote %v", f.w.sent)
+	}
+	for len(f.w.sent) < p.MaxRefusals {
+		f.clock.Step(after)
+		after = f.sync(t)
+		if len(f.w.sent) < p.MaxRefusals && (after <= 0 || after > p.RefusalBackoffMax) {
+			t.Fatalf("after %d refusals: requeue %s, want within (0, %s]", len(f.w.sent), after, p.RefusalBackoffMax)
+		}
+	}
+	if after != 0 {
+		t.Errorf("after giving up: requeue %s, want none", after)
+	}
+	f.clock.Step(time.Hour)
+	f.sync(t)
+	if len(f.w.sent) != p.MaxRefusals {
+		t.Fatalf("writes after giving up: %d, want %d", len(f.w.sent), p.MaxRefusals)
+	}
+	if len(f.ev.warnings(decision.ReasonSidecarKillGaveUp)) != 1 || len(f.ev.warnings(decision.ReasonSidecarKillFailed)) != 1 {
+		t.Fatalf("want one SidecarKillFailed and one SidecarKillGaveUp, got %+v", f.ev.list)
+	}
+}
+
+// Issue 17 item 3: an image patch refused by an admission policy (422 that
+// is not our test op) is a Warning, counted as an error and not as stale,
+// and is not sent again before the long backoff.
+func TestRefusedSwapIsPermanent(t *testing.T) {
+	f := newFixture(jobPod(markImage))
+	policy := apierrors.NewGenericServerResponse(422, "patch", schema.GroupResource{Resource: "pods"}, "p",
+		"ValidatingAdmissionPolicy 'images' with binding 'images' denied request: image not allowed", 0, false)
+	f.w.answers["swap"] = []error{policy, policy}
+	after := f.sync(t)
+	if after != decision.DefaultPolicy().RefusalBackoffMax {
+		t.Errorf("requeue after a permanent refusal = %s, want %s", after, decision.DefaultPolicy().RefusalBackoffMax)
+	}
+	for i := 0; i < 10; i++ {
+		f.clock.Step(time.Second)
+		f.sync(t)
+	}
+	if len(f.w.sent) != 1 {
+		t.Fatalf("a permanently refused swap was sent %d times within its backoff", len(f.w.sent))
+	}
+	f.clock.Step(decision.DefaultPolicy().RefusalBackoffMax)
+	f.sync(t)
+	f.clock.Step(time.Hour)
+	f.sync(t)
+	if len(f.w.sent) != 2 {
+		t.Fatalf("want the one retry after the long backoff, then nothing; sent %v", f.w.sent)
+	}
+	if got := testutil.ToFloat64(f.metrics.Actions.WithLabelValues(string(decision.ActionSwapImage), reconciler.ResultError)); got != 2 {
+		t.Errorf("swap actions with result error = %v, want 2", got)
+	}
+	if got := testutil.ToFloat64(f.metrics.Actions.WithLabelValues(string(decision.ActionSwapImage), reconciler.ResultStale)); got != 0 {
+		t.Errorf("swap actions with result stale = %v, want 0", got)
+	}
+	if len(f.ev.warnings(decision.ReasonSidecarKillFailed)) != 1 || len(f.ev.warnings(decision.ReasonNoTerminationPath)) != 1 {
+		t.Errorf("want one SidecarKillFailed, then one NoTerminationPath, got %+v", f.ev.list)
+	}
+}
+
+// Our own test op failing is the pod moving on, not a refusal: the sync
+// fails (the queue retries on fresh state) and nothing is remembered.
+func TestOwnTestOpFailureIsStale(t *testing.T) {
+	f := newFixture(jobPod(markImage))
+	// The API server's answer to a JSON patch whose test op fails.
+	f.w.answers["swap"] = []error{apierrors.NewGenericServerResponse(422, "", schema.GroupResource{}, "", "testing value /spec/containers/1/image failed: test failed", 0, false)}
+	if _, err := f.rec.Sync(context.Background(), cache.ObjectName{Namespace: "default", Name: "p"}); err == nil {
+		t.Fatal("a failed test op did not fail the sync")
+	}
+	f.sync(t)
+	if len(f.w.sent) != 2 {
+		t.Fatalf("the swap was not sent again at once: %v", f.w.sent)
+	}
+	if got := testutil.ToFloat64(f.metrics.Actions.WithLabelValues(string(decision.ActionSwapImage), reconciler.ResultStale)); got != 1 {
+		t.Errorf("stale = %v, want 1", got)
+	}
+}
+
+// A CRR create answering 404 (the CRD removed while we run) asks the Reader
+// to look for the API again.
+func TestCRRNotFoundRediscoversTheAPI(t *testing.T) {
+	f := newFixture(jobPod(markCRR, markImage))
+	f.w.answers["crr "+decision.CRRName(f.w.pod, 1)] = []error{kruisetest.CRDGone()}
+	f.sync(t)
+	if f.w.rediscover != 1 {
+		t.Fatalf("rediscoveries = %d, want 1", f.w.rediscover)
+	}
+	if w := f.ev.warnings(decision.ReasonSidecarKillFailed); len(w) != 1 || !strings.Contains(w[0].message, "HTTP 404") {
+		t.Fatalf("want a SidecarKillFailed naming HTTP 404, got %+v", f.ev.list)
+	}
+	if f.w.sent[len(f.w.sent)-1] != "swap" {
+		t.Fatalf("want the swap after the 404, got %v", f.w.sent)
+	}
+}
