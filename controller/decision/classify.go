@@ -32,7 +32,7 @@ func Classify(pod *corev1.Pod, policy Policy) ([]Container, []Problem) {
 	for i, c := range pod.Spec.Containers {
 		ctr, ps := classifyRegular(pod, i, c, listed[c.Name], policy)
 		problems = append(problems, ps...)
-		out = append(out, withStatus(ctr, statuses[c.Name]))
+		out = append(out, withRestartRules(pod, &pod.Spec.Containers[i], withStatus(ctr, statuses[c.Name])))
 	}
 	return out, problems
 }

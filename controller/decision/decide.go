@@ -36,23 +36,35 @@ func Decide(in Input) Plan {
 			Message: "every regular container is marked as a sidecar; with no main container to wait for, none is stopped"})
 		return plan.with(VerdictNoMain, "the pod has no main container")
 	}
-	doneAt, waitingFor := mainsDone(pod.Spec.RestartPolicy, mains)
+	if !settled && RestartingAllContainers(pod) {
+		return plan.with(VerdictMainsActive, "the kubelet is restarting every container of the pod in place (a RestartAllContainers rule matched)")
+	}
+	doneAt, waitingFor := mainsDone(mains)
 	if waitingFor != "" {
 		return plan.with(VerdictMainsActive, waitingFor)
 	}
 	plan.MainsDoneAt = doneAt
 
-	var regular, ignoring []Container
+	var regular, ignoring, restarting []Container
 	for _, s := range sidecars {
 		switch {
 		case s.State == StateTerminated:
 		case s.IgnoreExitCode:
 			ignoring = append(ignoring, s)
-		case !settled:
+		case settled:
+		case s.AfterKill.Again:
+			restarting = append(restarting, s)
+		default:
 			regular = append(regular, s)
 		}
 	}
+	for _, s := range restarting {
+		plan.Problems = append(plan.Problems, Problem{Reason: ReasonSidecarRestartsAfterKill, Message: fmt.Sprintf(
+			"container %q cannot be stopped by a kill: its %s makes the kubelet run it again after it exits; make it a native sidecar (an init container with restartPolicy Always), which the kubelet stops itself once the main containers are done", s.Name, s.AfterKill.Rule)})
+	}
 	switch {
+	case len(restarting) > 0 && len(regular) == 0:
+		return plan.with(VerdictNoPath, fmt.Sprintf("the main containers are done, but sidecars %v restart after any stop", names(restarting)))
 	case len(regular) > 0:
 		// Ignore-exit-code sidecars wait until the others have terminated:
 		// the phase is settled only then.
@@ -130,16 +142,16 @@ func initialized(pod *corev1.Pod) bool {
 }
 
 // mainsDone reports when the last main container finished, or, when one is
-// not done, why. Under OnFailure a non-zero exit is not done: the kubelet
-// restarts the container.
-func mainsDone(policy corev1.RestartPolicy, mains []Container) (time.Time, string) {
+// not done, why. A main is done when it has terminated and the kubelet's
+// restart rules (restart.go) will not run it again.
+func mainsDone(mains []Container) (time.Time, string) {
 	var last time.Time
 	for _, m := range mains {
 		if m.State != StateTerminated {
 			return time.Time{}, fmt.Sprintf("main container %q is %s", m.Name, m.State)
 		}
-		if policy == corev1.RestartPolicyOnFailure && m.ExitCode != 0 {
-			return time.Time{}, fmt.Sprintf("main container %q exited with code %d and restartPolicy OnFailure restarts it", m.Name, m.ExitCode)
+		if m.AfterExit.Again {
+			return time.Time{}, fmt.Sprintf("main container %q exited with code %d and %s restarts it", m.Name, m.ExitCode, m.AfterExit.Rule)
 		}
 		if m.FinishedAt.After(last) {
 			last = m.FinishedAt

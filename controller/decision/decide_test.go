@@ -479,3 +479,153 @@ func TestExplainNamesEveryContainerAndTheDecision(t *testing.T) {
 		}
 	}
 }
+
+// TestDecideRestartRules: the kubelet's container restart rules (KEP-5307,
+// KEP-5532) decide when a main is done and whether a kill can stop a sidecar.
+// The first five rows are the table of what the kubelet does in issue 14.
+func TestDecideRestartRules(t *testing.T) {
+	never, onFailure, always := corev1.ContainerRestartPolicyNever, corev1.ContainerRestartPolicyOnFailure, corev1.ContainerRestartPolicyAlways
+	restartAll := podtest.Rule(corev1.ContainerRestartRuleActionRestartAllContainers, corev1.ContainerRestartRuleOnExitCodesOpIn, 42)
+	cases := map[string]struct {
+		pod  *corev1.Pod
+		node Node
+		want want
+	}{
+		// The issue's table.
+		"pod Never, main OnFailure exited 1: the kubelet restarts it, wait": {
+			pod:  podtest.Pod("p").Container("main", podtest.Policy(onFailure), exited(1)).Container("log", markCRR).Build(),
+			want: want{verdict: VerdictMainsActive},
+		},
+		"pod Never, main Never with rule Restart on 42 exited 42: wait": {
+			pod:  podtest.Pod("p").Container("main", podtest.Policy(never), podtest.RestartOn(42), exited(42)).Container("log", markCRR).Build(),
+			want: want{verdict: VerdictMainsActive},
+		},
+		"pod OnFailure, main Always exited 0: wait": {
+			pod:  podtest.Pod("p").OnFailure().Container("main", podtest.Policy(always), exited(0)).Container("log", markCRR).Build(),
+			want: want{verdict: VerdictMainsActive},
+		},
+		"pod OnFailure, main Never exited 1: done, CRR": {
+			pod:  podtest.Pod("p").OnFailure().Container("main", podtest.Policy(never), exited(1)).Container("log", markCRR).Build(),
+			want: want{verdict: VerdictAct, actions: []Action{crrFor("p", 1, "log")}},
+		},
+		"pod Never, ignore-exit-code sidecar, main rule Restart on 42 exited 42: no phase settled": {
+			pod:  podtest.Pod("p").Container("main", podtest.Policy(never), podtest.RestartOn(42), exited(42)).Container("proxy", markCRR, ignoreRC).Build(),
+			want: want{verdict: VerdictMainsActive},
+		},
+
+		// The same rows on a virtual node (image swap).
+		"virtual: pod Never, main OnFailure exited 1: wait": {
+			pod:  podtest.Pod("p").Container("main", podtest.Policy(onFailure), exited(1)).Container("log", markImage).Build(),
+			node: virtual, want: want{verdict: VerdictMainsActive},
+		},
+		"virtual: pod Never, main rule Restart on 42 exited 42: wait": {
+			pod:  podtest.Pod("p").Container("main", podtest.Policy(never), podtest.RestartOn(42), exited(42)).Container("log", markImage).Build(),
+			node: virtual, want: want{verdict: VerdictMainsActive},
+		},
+		"virtual: pod OnFailure, main Always exited 0: wait": {
+			pod:  podtest.Pod("p").OnFailure().Container("main", podtest.Policy(always), exited(0)).Container("log", markImage).Build(),
+			node: virtual, want: want{verdict: VerdictMainsActive},
+		},
+		"virtual: pod OnFailure, main Never exited 1: image swap": {
+			pod:  podtest.Pod("p").OnFailure().Container("main", podtest.Policy(never), exited(1)).Container("log", markImage).Build(),
+			node: virtual, want: want{verdict: VerdictAct, actions: []Action{swapOf(1, "log", img("log"))}},
+		},
+		"virtual: ignore-exit-code sidecar, main rule Restart on 42 exited 42: no phase settled": {
+			pod:  podtest.Pod("p").Container("main", podtest.Policy(never), podtest.RestartOn(42), exited(42)).Container("proxy", markImage, ignoreRC).Build(),
+			node: virtual, want: want{verdict: VerdictMainsActive},
+		},
+
+		// Rules around the table's rows.
+		"main rule Restart on 42 exited 0 under Never: done": {
+			pod:  podtest.Pod("p").Container("main", podtest.Policy(never), podtest.RestartOn(42), exited(0)).Container("log", markCRR).Build(),
+			want: want{verdict: VerdictAct, actions: []Action{crrFor("p", 1, "log")}},
+		},
+		"main rule Restart NotIn [0] exited 3 under Never: wait": {
+			pod: podtest.Pod("p").Container("main", podtest.Policy(never), podtest.Rule(corev1.ContainerRestartRuleActionRestart, corev1.ContainerRestartRuleOnExitCodesOpNotIn, 0), exited(3)).
+				Container("log", markCRR).Build(),
+			want: want{verdict: VerdictMainsActive},
+		},
+		"rules without the container's own policy are not read: pod Never, exited 42, done": {
+			pod:  podtest.Pod("p").Container("main", podtest.RestartOn(42), exited(42)).Container("log", markCRR).Build(),
+			want: want{verdict: VerdictAct, actions: []Action{crrFor("p", 1, "log")}},
+		},
+		"first matching rule wins: a later Restart is not reached": {
+			pod: podtest.Pod("p").Container("main", podtest.Policy(never),
+				podtest.Rule(corev1.ContainerRestartRuleActionRestart, corev1.ContainerRestartRuleOnExitCodesOpIn, 7), podtest.RestartOn(42), exited(42)).Container("log", markCRR).Build(),
+			want: want{verdict: VerdictMainsActive},
+		},
+		"two mains, one restarts by its rule: wait": {
+			pod: podtest.Pod("p").Container("a", exited(0)).Container("b", podtest.Policy(never), podtest.RestartOn(42), exited(42)).
+				Container("log", markCRR).Build(),
+			want: want{verdict: VerdictMainsActive},
+		},
+		"RestartAllContainers rule matched on the main: the pod restarts in place, wait": {
+			pod:  podtest.Pod("p").Container("main", podtest.Policy(never), restartAll, exited(42)).Container("log", markCRR).Build(),
+			want: want{verdict: VerdictMainsActive},
+		},
+		"condition AllContainersRestarting: left alone even with every main done": {
+			pod: podtest.Pod("p").Condition(corev1.AllContainersRestarting, corev1.ConditionTrue).
+				Container("main", exited(0)).Container("log", markCRR).Build(),
+			want: want{verdict: VerdictMainsActive},
+		},
+		"a container stopped to restart the pod in place: left alone": {
+			pod: podtest.Pod("p").Container("main", exited(0)).Container("aux", podtest.Policy(never), restartAll, exited(42)).
+				Container("log", markCRR).Build(),
+			want: want{verdict: VerdictMainsActive},
+		},
+
+		// Sidecars with their own policy.
+		"sidecar restartPolicy Always: a kill cannot stop it, Warning, no action": {
+			pod:  podtest.Pod("p").Container("main", exited(0)).Container("log", markCRR, podtest.Policy(always)).Build(),
+			want: want{verdict: VerdictNoPath, problems: []string{ReasonSidecarRestartsAfterKill}},
+		},
+		"virtual: sidecar restartPolicy Always: no swap, Warning": {
+			pod:  podtest.Pod("p").Container("main", exited(0)).Container("log", markImage, podtest.Policy(always)).Build(),
+			node: virtual, want: want{verdict: VerdictNoPath, problems: []string{ReasonSidecarRestartsAfterKill}},
+		},
+		"sidecar rule Restart on 0: a kill cannot stop it, the other sidecar is stopped": {
+			pod: podtest.Pod("p").Container("main", exited(0)).Container("log", markCRR, podtest.Policy(never), podtest.RestartOn(0)).
+				Container("proxy", markCRR).Build(),
+			want: want{verdict: VerdictAct, actions: []Action{crrFor("p", 1, "proxy")}, problems: []string{ReasonSidecarRestartsAfterKill}},
+		},
+		"sidecar restartPolicy OnFailure: a graceful stop ends it, CRR": {
+			pod:  podtest.Pod("p").Container("main", exited(0)).Container("log", markCRR, podtest.Policy(onFailure)).Build(),
+			want: want{verdict: VerdictAct, actions: []Action{crrFor("p", 1, "log")}},
+		},
+		"sidecar restartPolicy Never under pod OnFailure: CRR": {
+			pod:  podtest.Pod("p").OnFailure().Container("main", exited(0)).Container("log", markCRR, podtest.Policy(never)).Build(),
+			want: want{verdict: VerdictAct, actions: []Action{crrFor("p", 1, "log")}},
+		},
+
+		// Rules on init containers and native sidecars: still never touched.
+		"init container with a rule, native sidecar with a policy: only the regular sidecar is stopped": {
+			pod: podtest.Pod("p").Init("setup", podtest.Policy(never), podtest.RestartOn(42)).NativeSidecar("mesh", markCRR).
+				Container("main", exited(0)).Container("log", markCRR).Build(),
+			want: want{verdict: VerdictAct, actions: []Action{crrFor("p", 1, "log")}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			node := tc.node
+			if node.Name == "" {
+				node = normal
+			}
+			plan := Decide(Input{Pod: tc.pod, Node: node, CRRAPI: true, Now: now, Policy: DefaultPolicy()})
+			var reasons []string
+			for _, p := range plan.Problems {
+				reasons = append(reasons, p.Reason)
+			}
+			got := want{verdict: plan.Verdict, actions: plan.Actions, problems: reasons, failed: plan.FailedKills, requeue: plan.RequeueAfter}
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(want{})); diff != "" {
+				t.Errorf("plan (-want +got):\n%s\nreason: %s", diff, plan.Reason)
+			}
+			for _, a := range plan.Actions {
+				for _, c := range a.Containers {
+					if c == "main" || c == "mesh" || c == "setup" {
+						t.Errorf("action %s touches %q", a.Kind, c)
+					}
+				}
+			}
+		})
+	}
+}

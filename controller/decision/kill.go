@@ -25,7 +25,11 @@ func (p Plan) kill(in Input, targets []Container) Plan {
 	var deadline time.Time
 	inFlight := false
 	if latest != nil {
-		deadline = latest.Created.Add(in.Policy.CRRDeadline)
+		d := latest.Deadline
+		if d <= 0 {
+			d = CRRDeadline(in.Pod, in.Policy)
+		}
+		deadline = latest.Created.Add(d)
 		inFlight = !latest.Finished() && in.Now.Before(deadline)
 	}
 

@@ -69,6 +69,14 @@ type Container struct {
 	// WasTerminated is true when a previous instance of the container ended
 	// (lastState.terminated): it is waiting to be restarted, not new.
 	WasTerminated bool
+
+	// Restart rules of a regular container (restart.go). RestartRules
+	// describes them for a person; AfterExit is the kubelet's answer to the
+	// container's last exit (when terminated); AfterKill its answer to the
+	// exit a stop produces (sidecars).
+	RestartRules string
+	AfterExit    Restart
+	AfterKill    Restart
 }
 
 // Node is what the controller knows of the pod's node.
@@ -89,8 +97,10 @@ type CRR struct {
 	// admitted (kruise's statusContext), where known.
 	RestartCounts map[string]int32
 	Phase         string // Pending, Recreating, Succeeded, Failed, Completed
-	Created       time.Time
-	Completed     time.Time
+	// Deadline is the CRR's own activeDeadlineSeconds; zero when unset.
+	Deadline  time.Duration
+	Created   time.Time
+	Completed time.Time
 }
 
 // Finished reports whether kruise has stopped working on the CRR.
@@ -150,3 +160,29 @@ type Input struct {
 // pkg/webhook/containerrecreaterequest/mutating/crr_mutating_handler.go):
 // a shorter --crr-deadline would have every CRR refused with 400.
 const MinCRRDeadline = 3 * time.Second
+
+// crrDeadlineMargin is added to the pod's termination grace period: the
+// daemon's pickup, the SIGKILL after the grace period, the kubelet's report.
+const crrDeadlineMargin = 30 * time.Second
+
+// CRRDeadline is the deadline of a CRR for the pod: the policy's, but never
+// shorter than the pod's termination grace period plus a margin. kruise-daemon
+// stops the container with that grace period (the CRR's strategy carries it);
+// a shorter deadline would count a sidecar still draining as a failed kill and
+// send a second CRR or a swap into the first stop.
+func CRRDeadline(pod *corev1.Pod, p Policy) time.Duration {
+	d := p.CRRDeadline
+	if min := PodGrace(pod) + crrDeadlineMargin; d < min {
+		d = min
+	}
+	return d
+}
+
+// PodGrace is the pod's termination grace period.
+func PodGrace(pod *corev1.Pod) time.Duration {
+	grace := int64(corev1.DefaultTerminationGracePeriodSeconds)
+	if pod.Spec.TerminationGracePeriodSeconds != nil {
+		grace = *pod.Spec.TerminationGracePeriodSeconds
+	}
+	return time.Duration(grace) * time.Second
+}

@@ -129,12 +129,13 @@ func TestSyncCreatesOneCRROnANormalNode(t *testing.T) {
 		t.Fatalf("want exactly one CRR create, got %v", writes)
 	}
 	crr := writes[0].(k8stesting.CreateAction).GetObject().(*kruisev1alpha1.ContainerRecreateRequest)
-	deadline, ttl := int64(60), int32(1800)
+	deadline, ttl, grace := int64(60), int32(1800), int64(30)
 	want := kruisev1alpha1.ContainerRecreateRequestSpec{
 		PodName:    "job-a",
 		Containers: []kruisev1alpha1.ContainerRecreateRequestContainer{{Name: "log"}},
 		Strategy: &kruisev1alpha1.ContainerRecreateRequestStrategy{
-			FailurePolicy: kruisev1alpha1.ContainerRecreateRequestFailurePolicyIgnore, ForceRecreate: true},
+			FailurePolicy: kruisev1alpha1.ContainerRecreateRequestFailurePolicyIgnore, ForceRecreate: true,
+			TerminationGracePeriodSeconds: &grace},
 		ActiveDeadlineSeconds: &deadline, TTLSecondsAfterFinished: &ttl,
 	}
 	if diff := cmp.Diff(want, crr.Spec); diff != "" {

@@ -35,10 +35,15 @@ func TrimPod(obj any) (any, error) {
 	for _, c := range pod.Spec.InitContainers {
 		// The image too: the plan lists every container with its image, and
 		// `explain` prints it.
-		out.Spec.InitContainers = append(out.Spec.InitContainers, corev1.Container{Name: c.Name, Image: c.Image, RestartPolicy: c.RestartPolicy})
+		out.Spec.InitContainers = append(out.Spec.InitContainers, corev1.Container{Name: c.Name, Image: c.Image,
+			RestartPolicy: c.RestartPolicy, RestartPolicyRules: c.RestartPolicyRules})
 	}
+	// The container's restartPolicy and restartPolicyRules decide whether the
+	// kubelet runs it again (decision/restart.go): a main done by the pod's
+	// policy may not be done by its own.
 	for _, c := range pod.Spec.Containers {
-		out.Spec.Containers = append(out.Spec.Containers, corev1.Container{Name: c.Name, Image: c.Image, Env: ourEnv(c.Env)})
+		out.Spec.Containers = append(out.Spec.Containers, corev1.Container{Name: c.Name, Image: c.Image, Env: ourEnv(c.Env),
+			RestartPolicy: c.RestartPolicy, RestartPolicyRules: c.RestartPolicyRules})
 	}
 	for _, c := range pod.Status.Conditions {
 		// Type and status only (the settle patch needs to know whether the
@@ -88,6 +93,10 @@ func trimStatuses(in []corev1.ContainerStatus) []corev1.ContainerStatus {
 		}
 		if t := out[i].State.Terminated; t != nil {
 			out[i].State.Terminated = &corev1.ContainerStateTerminated{ExitCode: t.ExitCode, StartedAt: t.StartedAt, FinishedAt: t.FinishedAt, ContainerID: t.ContainerID}
+			if t.Reason == decision.RestartingAllContainersReason {
+				// The kubelet stopped it to restart the whole pod in place.
+				out[i].State.Terminated.Reason = t.Reason
+			}
 		}
 	}
 	return out

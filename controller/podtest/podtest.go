@@ -193,3 +193,21 @@ func Running() Option {
 func Int32(v int32) *int32 { return &v }
 
 func boolPtr(v bool) *bool { return &v }
+
+// Policy sets the container's own restartPolicy (KEP-5307).
+func Policy(p corev1.ContainerRestartPolicy) Option {
+	return func(c *corev1.Container, _ **corev1.ContainerStatus) { c.RestartPolicy = &p }
+}
+
+// Rule appends a restartPolicyRule: action on exit codes op values.
+func Rule(action corev1.ContainerRestartRuleAction, op corev1.ContainerRestartRuleOnExitCodesOperator, values ...int32) Option {
+	return func(c *corev1.Container, _ **corev1.ContainerStatus) {
+		c.RestartPolicyRules = append(c.RestartPolicyRules, corev1.ContainerRestartRule{Action: action,
+			ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{Operator: op, Values: values}})
+	}
+}
+
+// RestartOn is a rule Restart on exit codes In values.
+func RestartOn(values ...int32) Option {
+	return Rule(corev1.ContainerRestartRuleActionRestart, corev1.ContainerRestartRuleOnExitCodesOpIn, values...)
+}

@@ -58,12 +58,32 @@ func settlePatch(pod *corev1.Pod, phase corev1.PodPhase, now time.Time) ([]byte,
 		{Op: "test", Path: "/status/phase", Value: pod.Status.Phase},
 		{Op: "replace", Path: "/status/phase", Value: phase},
 	}
-	if len(pod.Status.Conditions) == 0 {
+	// Conditions are a map keyed by type: a re-settle (the kubelet wrote its
+	// own phase back over ours) replaces our condition, guarded by a test of
+	// its type at that index, and so restarts the grace wait that reads its
+	// transition time. A second condition of the same type would leave the
+	// wait reading the first one's time.
+	switch i := conditionIndex(pod, decision.ConditionSidecarTerminated); {
+	case i >= 0:
+		path := fmt.Sprintf("/status/conditions/%d", i)
+		ops = append(ops,
+			jsonPatchOp{Op: "test", Path: path + "/type", Value: decision.ConditionSidecarTerminated},
+			jsonPatchOp{Op: "replace", Path: path, Value: cond})
+	case len(pod.Status.Conditions) == 0:
 		ops = append(ops, jsonPatchOp{Op: "add", Path: "/status/conditions", Value: []corev1.PodCondition{cond}})
-	} else {
+	default:
 		ops = append(ops, jsonPatchOp{Op: "add", Path: "/status/conditions/-", Value: cond})
 	}
 	return json.Marshal(ops)
+}
+
+func conditionIndex(pod *corev1.Pod, t corev1.PodConditionType) int {
+	for i, c := range pod.Status.Conditions {
+		if c.Type == t {
+			return i
+		}
+	}
+	return -1
 }
 
 // jsonPointerEscape escapes a map key for a JSON pointer (RFC 6901).

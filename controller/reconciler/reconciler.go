@@ -365,7 +365,10 @@ func describe(a decision.Action) string {
 
 // newCRR builds the ContainerRecreateRequest for an action.
 func (r *Reconciler) newCRR(pod *corev1.Pod, a decision.Action) *kruisev1alpha1.ContainerRecreateRequest {
-	deadline := int64(r.cfg.Policy.CRRDeadline / time.Second)
+	deadline := int64(decision.CRRDeadline(pod, r.cfg.Policy) / time.Second)
+	// kruise-daemon's grace period, which kruise's webhook would default to
+	// the pod's: written here so the deadline above is seen to cover it.
+	grace := int64(decision.PodGrace(pod) / time.Second)
 	ttl := int32(r.cfg.CRRTTLAfterFinished / time.Second)
 	crr := &kruisev1alpha1.ContainerRecreateRequest{}
 	crr.Namespace, crr.Name = pod.Namespace, a.CRRName
@@ -377,8 +380,9 @@ func (r *Reconciler) newCRR(pod *corev1.Pod, a decision.Action) *kruisev1alpha1.
 	crr.Spec = kruisev1alpha1.ContainerRecreateRequestSpec{
 		PodName: pod.Name,
 		Strategy: &kruisev1alpha1.ContainerRecreateRequestStrategy{
-			FailurePolicy: kruisev1alpha1.ContainerRecreateRequestFailurePolicyIgnore,
-			ForceRecreate: true,
+			FailurePolicy:                 kruisev1alpha1.ContainerRecreateRequestFailurePolicyIgnore,
+			ForceRecreate:                 true,
+			TerminationGracePeriodSeconds: &grace,
 		},
 		ActiveDeadlineSeconds:   &deadline,
 		TTLSecondsAfterFinished: &ttl,
@@ -400,6 +404,9 @@ func crrFacts(c *kruisev1alpha1.ContainerRecreateRequest) decision.CRR {
 	// with an order has only for the sidecars it does not name.
 	stage, _ := strconv.Atoi(c.Labels[LabelStage])
 	f := decision.CRR{Name: c.Name, Attempt: attempt, Stage: max(stage, 0), Phase: string(c.Status.Phase), Created: c.CreationTimestamp.Time}
+	if d := c.Spec.ActiveDeadlineSeconds; d != nil {
+		f.Deadline = time.Duration(*d) * time.Second
+	}
 	if c.Status.CompletionTime != nil {
 		f.Completed = c.Status.CompletionTime.Time
 	}
