@@ -2,14 +2,16 @@
 SHELL := /usr/bin/env bash
 GO    ?= go
 BIN   := bin
+# The version the controller reports (--version, the start-up log, sidecar_terminator_build_info).
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
 .PHONY: help build test unit lint fmt clean
 
 help: ## List the targets.
-	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
+	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
 
 build: ## Build the controller binary into bin/sidecar-terminator.
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/sidecar-terminator ./controller/cmd/sidecar-terminator
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-X github.com/sidecar-terminator/sidecar-terminator/controller/app.version=$(VERSION)" -o $(BIN)/sidecar-terminator ./controller/cmd/sidecar-terminator
 
 unit: ## Unit tests only: the decision, the reconciler, the kube layer.
 	$(GO) test ./controller/...

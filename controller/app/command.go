@@ -32,6 +32,9 @@ func NewCommand() *cobra.Command {
 			return Run(klog.NewContext(ctx, klog.Background()), o)
 		},
 	}
+	// --version prints the version line and exits.
+	cmd.Version = Build().String()
+	cmd.SetVersionTemplate("sidecar-terminator {{.Version}}\n")
 	o.AddFlags(cmd.Flags())
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(klogFlags)

@@ -40,14 +40,10 @@ type Options struct {
 
 // DefaultOptions are the production defaults.
 func DefaultOptions() *Options {
-	ns := os.Getenv("POD_NAMESPACE")
-	if ns == "" {
-		ns = "sidecar-terminator-system"
-	}
 	p := decision.DefaultPolicy()
 	return &Options{
 		QPS: 50, Burst: 100,
-		LeaderElect: true, LeaderElectNamespace: ns, LeaderElectName: "sidecar-terminator",
+		LeaderElect: true, LeaderElectName: "sidecar-terminator",
 		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
 		MetricsBindAddress: ":8080", HealthProbeBindAddress: ":8081",
 		Workers:             4,
@@ -63,14 +59,14 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Float32Var(&o.QPS, "kube-api-qps", o.QPS, "Queries per second to the API server.")
 	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst, "Burst of queries to the API server.")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader through a Lease so that only one replica acts.")
-	fs.StringVar(&o.LeaderElectNamespace, "leader-elect-namespace", o.LeaderElectNamespace, "Namespace of the leader election Lease (default: $POD_NAMESPACE).")
+	fs.StringVar(&o.LeaderElectNamespace, "leader-elect-namespace", o.LeaderElectNamespace, "Namespace of the leader election Lease. (default $POD_NAMESPACE, else \""+defaultLeaseNamespace+"\")")
 	fs.StringVar(&o.LeaderElectName, "leader-elect-name", o.LeaderElectName, "Name of the leader election Lease.")
 	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", o.LeaseDuration, "Lease duration.")
 	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", o.RenewDeadline, "Lease renew deadline.")
 	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", o.RetryPeriod, "Lease retry period.")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address of the Prometheus /metrics endpoint; 0 disables it.")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "Address of /healthz and /readyz; 0 disables them.")
-	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "Serve Go's pprof profiles under /debug/pprof/ on the metrics address (for `go tool pprof`).")
+	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "Serve Go's pprof profiles under /debug/pprof/ on the metrics address, for go tool pprof.")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "Pods synced in parallel.")
 	fs.StringVar(&o.VirtualNodeSelector, "virtual-node-selector", o.VirtualNodeSelector, "Label selector of virtual-kubelet nodes, where sidecars are stopped by image swap.")
 	fs.StringSliceVar(&o.QuickExitAllowlist, "quick-exit-image-allowlist", o.QuickExitAllowlist, "Images that may be swapped in (a repository allows any tag or digest of it); empty allows any valid image.")
@@ -78,6 +74,25 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.CRRMaxAttempts, "crr-max-attempts", o.CRRMaxAttempts, "ContainerRecreateRequests made for one pod before giving up.")
 	fs.DurationVar(&o.CRRRetryBackoff, "crr-retry-backoff", o.CRRRetryBackoff, "Wait before the second ContainerRecreateRequest; doubles each time.")
 	fs.DurationVar(&o.CRRTTLAfterFinished, "crr-ttl-after-finished", o.CRRTTLAfterFinished, "ttlSecondsAfterFinished written on each ContainerRecreateRequest.")
+}
+
+// defaultLeaseNamespace is the Lease's namespace when neither
+// --leader-elect-namespace nor $POD_NAMESPACE says.
+const defaultLeaseNamespace = "sidecar-terminator-system"
+
+// leaseNamespace resolves --leader-elect-namespace: the flag, else the
+// pod's namespace (the chart and the manifests set $POD_NAMESPACE from the
+// downward API), else defaultLeaseNamespace. Resolved at run time rather
+// than as the flag's default, so --help shows one default, not this
+// machine's environment.
+func (o *Options) leaseNamespace() string {
+	if o.LeaderElectNamespace != "" {
+		return o.LeaderElectNamespace
+	}
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		return ns
+	}
+	return defaultLeaseNamespace
 }
 
 // ReconcilerConfig checks the options and turns them into the reconciler's configuration.

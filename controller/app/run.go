@@ -83,8 +83,11 @@ const crrAPIDiscoveryPeriod = 5 * time.Minute
 // Run runs the controller until ctx ends.
 func Run(ctx context.Context, o *Options) error {
 	logger := klog.FromContext(ctx)
+	build := Build()
+	logger.Info("Starting sidecar-terminator", "version", build.Version, "revision", build.Revision, "goVersion", build.GoVersion)
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	process := newProcessMetrics(registry, build)
 	registerLibraryMetrics(registry) // before the first request and the queue
 	cfg, clients, crrAPI, err := connect(o)
 	if err != nil {
@@ -126,10 +129,14 @@ func Run(ctx context.Context, o *Options) error {
 	recorder.deferWhile(func() bool { return ctrl.Queued() > 0 || writer.since() < time.Second })
 
 	errs := make(chan error, 2)
-	serve(ctx, o.MetricsBindAddress, metricsMux(registry, o.Profiling), errs)
+	metricsPaths := "/metrics"
+	if o.Profiling {
+		metricsPaths += " /debug/pprof/"
+	}
+	serve(ctx, "metrics", metricsPaths, o.MetricsBindAddress, metricsMux(registry, o.Profiling), errs)
 	// Ready once the caches have synced, leader or not: a standby replica is
 	// healthy and ready to take over, and a Deployment of two must count both.
-	serve(ctx, o.HealthProbeBindAddress, healthMux(caches.HasSynced), errs)
+	serve(ctx, "health probes", "/healthz /readyz", o.HealthProbeBindAddress, healthMux(caches.HasSynced), errs)
 
 	// Caches fill on every replica, so a new leader acts at once.
 	caches.Start(ctx.Done())
@@ -139,6 +146,8 @@ func Run(ctx context.Context, o *Options) error {
 	run := func(ctx context.Context) {
 		workersStarted.Store(true)
 		defer close(workersDone)
+		process.leader.Set(1)
+		defer process.leader.Set(0)
 		if err := ctrl.Run(ctx, o.Workers); err != nil {
 			errs <- err
 		}
@@ -171,7 +180,7 @@ func leaderElect(ctx context.Context, o *Options, client kubernetes.Interface, r
 		return fmt.Errorf("leader election identity: %w", err)
 	}
 	id = fmt.Sprintf("%s_%d", id, os.Getpid())
-	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, o.LeaderElectNamespace, o.LeaderElectName,
+	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, o.leaseNamespace(), o.LeaderElectName,
 		client.CoreV1(), client.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: id})
 	if err != nil {
 		return fmt.Errorf("leader election lock: %w", err)
@@ -224,7 +233,8 @@ func healthMux(ready func() bool) http.Handler {
 }
 
 // serve runs an HTTP server on addr until ctx ends; "0" or "" disables it.
-func serve(ctx context.Context, addr string, h http.Handler, errs chan<- error) {
+// what and paths name it in the log line.
+func serve(ctx context.Context, what, paths, addr string, h http.Handler, errs chan<- error) {
 	if addr == "0" || addr == "" {
 		return
 	}
@@ -245,5 +255,5 @@ func serve(ctx context.Context, addr string, h http.Handler, errs chan<- error) 
 			errs <- fmt.Errorf("serve %s: %w", addr, err)
 		}
 	}()
-	klog.FromContext(ctx).Info("Serving", "address", ln.Addr().String())
+	klog.FromContext(ctx).Info("Serving "+what, "address", ln.Addr().String(), "paths", paths)
 }

@@ -1,7 +1,11 @@
 package reconciler
 
 import (
+	"sync/atomic"
+
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
 )
 
 // Metrics are the controller's Prometheus metrics.
@@ -12,6 +16,9 @@ type Metrics struct {
 	Warnings    *prometheus.CounterVec
 	Decisions   *prometheus.CounterVec
 	PodsTracked prometheus.Gauge
+	// OldestWaiting reads the reconciler that last called watchWaiting.
+	OldestWaiting prometheus.GaugeFunc
+	waiting       atomic.Pointer[func() float64]
 	// Refusals counts writes the cluster refused, by method and class
 	// (permanent or transient); each is also an action with result error.
 	Refusals *prometheus.CounterVec
@@ -68,9 +75,54 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Writes whose effect the informer cache did not show within the expectation timeout; the pod was decided afresh.",
 		}),
 	}
+	m.OldestWaiting = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "sidecar_terminator_oldest_waiting_sidecar_seconds",
+		Help: "Seconds since the main containers finished, for the pod whose sidecars have run longest after them; 0 when no pod waits.",
+	}, func() float64 {
+		if f := m.waiting.Load(); f != nil {
+			return (*f)()
+		}
+		return 0
+	})
+	m.initialise()
 	if reg != nil {
-		reg.MustRegister(m.Actions, m.Latency, m.FailedKills, m.Warnings, m.Decisions, m.PodsTracked)
+		reg.MustRegister(m.Actions, m.Latency, m.FailedKills, m.Warnings, m.Decisions, m.PodsTracked, m.OldestWaiting)
 		reg.MustRegister(m.Refusals, m.ExpectationsTimedOut)
 	}
 	return m
+}
+
+// Label values known in advance. Every series of them exists at zero from
+// the start, so that an alert on a counter's increase sees its first
+// increment (a series that appears at 1 has no increase) and a query for it
+// returns 0 rather than no data.
+var (
+	actionMethods = []decision.ActionKind{decision.ActionCreateCRR, decision.ActionSwapImage, decision.ActionSettlePhase}
+	actionResults = []string{ResultSuccess, ResultError, ResultAlreadyDone, ResultStale}
+	// killMethods are the actions that stop sidecars (settling a phase stops
+	// nothing).
+	killMethods = []decision.ActionKind{decision.ActionCreateCRR, decision.ActionSwapImage}
+)
+
+func (m *Metrics) initialise() {
+	for _, method := range actionMethods {
+		for _, result := range actionResults {
+			m.Actions.WithLabelValues(string(method), result)
+		}
+		m.Latency.WithLabelValues(string(method))
+	}
+	for _, method := range killMethods {
+		m.FailedKills.WithLabelValues(string(method))
+	}
+	for _, method := range actionMethods {
+		for _, class := range []string{"permanent", "transient"} {
+			m.Refusals.WithLabelValues(string(method), class)
+		}
+	}
+	for _, reason := range decision.WarningReasons() {
+		m.Warnings.WithLabelValues(reason)
+	}
+	for _, verdict := range decision.Verdicts() {
+		m.Decisions.WithLabelValues(string(verdict))
+	}
 }

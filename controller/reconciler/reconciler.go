@@ -80,6 +80,8 @@ type podMemory struct {
 	warned  map[string]bool
 	failed  map[string]bool // failed kills already counted, by container
 	tracked bool
+	// waitingSince: when the mains finished, while sidecars still run (see waiting.go).
+	waitingSince time.Time
 	// refused holds the latest refused write of each kind: a decision input
 	// (decision.Input.Refusals). It lives here, with the pod's other memory,
 	// and not in any cache of API objects: it is what this controller was
@@ -97,8 +99,10 @@ func New(cfg Config, r Reader, w Writer, events Recorder, metrics *Metrics, clk 
 	if metrics == nil {
 		metrics = NewMetrics(nil)
 	}
-	return &Reconciler{cfg: cfg, read: r, write: w, events: events, metrics: metrics, clock: clk,
+	rec := &Reconciler{cfg: cfg, read: r, write: w, events: events, metrics: metrics, clock: clk,
 		pods: map[cache.ObjectName]*podMemory{}}
+	metrics.watchWaiting(rec.oldestWaiting)
+	return rec
 }
 
 // Sync brings one pod closer to done. It returns when to look again even if
@@ -145,6 +149,7 @@ func (r *Reconciler) Sync(ctx context.Context, key cache.ObjectName) (time.Durat
 		}
 		r.metrics.Decisions.WithLabelValues(string(plan.Verdict)).Inc()
 		r.track(key, plan.Verdict)
+		r.noteWaiting(mem, plan)
 		r.report(logger, pod, mem, plan)
 
 		refused := false

@@ -1,0 +1,19 @@
+package decision
+
+// WarningReasons lists every reason a Problem can carry, so that the
+// warnings counter can start each of its series at zero. A test checks that
+// every Reason* constant of this package is listed.
+func WarningReasons() []string {
+	return []string{
+		ReasonInvalidSidecarEnv, ReasonInvalidQuickExitImage, ReasonQuickExitImageNotAllowed,
+		ReasonUnknownSidecarName, ReasonNoMainContainer, ReasonNoTerminationPath, ReasonNodeNotFound,
+		ReasonSidecarKillFailed, ReasonSidecarKillGaveUp, ReasonPhaseSettleRefused, ReasonSidecarRestartsAfterKill,
+	}
+}
+
+// Verdicts lists every Verdict, for the same reason. A test checks that
+// every Verdict* constant of this package is listed.
+func Verdicts() []Verdict {
+	return []Verdict{VerdictIgnored, VerdictNoSidecars, VerdictNoMain, VerdictMainsActive, VerdictDone,
+		VerdictInProgress, VerdictAct, VerdictNoPath}
+}
