@@ -21,6 +21,7 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -111,7 +112,7 @@ func Run(ctx context.Context, o *Options) error {
 	}
 	// Not tied to ctx: on shutdown the queued events are still written.
 	recorder := newEvents(&typedcorev1.EventSinkImpl{Interface: eventsClient.CoreV1().Events("")}, scheme.Scheme,
-		corev1.EventSource{Component: "sidecar-terminator"}, eventShards)
+		corev1.EventSource{Component: eventSource}, eventShards)
 	defer recorder.shutdown(5 * time.Second)
 
 	caches, err := kube.NewCaches(clients.Kube, clients.Meta, clients.Kruise, crrAPI)
@@ -148,6 +149,9 @@ func Run(ctx context.Context, o *Options) error {
 		defer close(workersDone)
 		process.leader.Set(1)
 		defer process.leader.Set(0)
+		if cache.WaitForCacheSync(ctx.Done(), caches.Synced()...) {
+			noteEarlierActions(ctx, caches, cfg.Policy, eventsClient, recorder)
+		}
 		if err := ctrl.Run(ctx, o.Workers); err != nil {
 			errs <- err
 		}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -29,9 +30,13 @@ func (p *profiler) take(ctx context.Context, query, name string) {
 		p.logf("profile %s: %v", name, err)
 		return
 	}
-	top, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-nodecount=40", p.binary, filepath.Join(p.dir, name+".pprof")).CombinedOutput()
+	// The report is stdout alone: go and pprof write notes to stderr.
+	cmd := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-nodecount=40", p.binary, filepath.Join(p.dir, name+".pprof"))
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	top, err := cmd.Output()
 	if err != nil {
-		p.logf("pprof -top %s: %v: %s", name, err, top)
+		p.logf("pprof -top %s: %v: %s", name, err, stderr.String())
 		return
 	}
 	if err := os.WriteFile(filepath.Join(p.dir, name+".top.txt"), top, 0o644); err != nil {

@@ -99,13 +99,31 @@ func BurstWithRestartFeature(ctl ControllerControl, n int) *features.FeatureBuil
 					}
 				}
 			}
-			evs, err := cl.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=" + ReasonSidecarTerminating})
-			if err != nil {
-				t.Fatal(err)
-			}
-			withEvent := map[string]bool{}
-			for _, e := range evs.Items {
-				withEvent[e.InvolvedObject.Name] = true
+			// Events follow the actions: the controller defers them while it
+			// is busy (up to 30 s), and a new leader records those an earlier
+			// instance could not 10 s after it takes the lead. Jobs complete
+			// before that, so wait for what is asserted, within a bound far
+			// beyond both.
+			var withEvent map[string]bool
+			start := time.Now()
+			for deadline := start.Add(3 * time.Minute); ; {
+				evs, err := cl.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=" + ReasonSidecarTerminating})
+				if err != nil {
+					t.Fatal(err)
+				}
+				withEvent = map[string]bool{}
+				for _, e := range evs.Items {
+					withEvent[e.InvolvedObject.Name] = true
+				}
+				if len(withEvent) < n {
+					t.Logf("%s after the Jobs completed: %d/%d pods have a %s event", time.Since(start).Round(time.Second), len(withEvent), n, ReasonSidecarTerminating)
+				}
+				if len(withEvent) >= n || time.Now().After(deadline) {
+					break
+				}
+				if err := sleep(ctx, time.Second); err != nil {
+					t.Fatal(err)
+				}
 			}
 			if len(withEvent) != n {
 				t.Errorf("%d pods have a %s event, want %d", len(withEvent), ReasonSidecarTerminating, n)
