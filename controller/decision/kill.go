@@ -22,6 +22,11 @@ func (p Plan) kill(in Input, targets []Container) Plan {
 		return p.with(VerdictNoPath, "the pod's node is not known")
 	}
 	latest := latestCRR(in.CRRs)
+	if n := recordedAttempts(in.Pod, in.stage); n > 0 && (latest == nil || latest.Attempt < n) {
+		// kruise deleted the CRRs (ttlSecondsAfterFinished) but the pod
+		// records that attempt n was made: count from it, never from one.
+		latest = &CRR{Name: fmt.Sprintf("ContainerRecreateRequest attempt %d (deleted since)", n), Attempt: n, Phase: "Completed"}
+	}
 	var deadline time.Time
 	inFlight := false
 	if latest != nil {

@@ -136,6 +136,18 @@ func TestStopOrder(t *testing.T) {
 			want: stageWant{want: want{verdict: VerdictAct, problems: []string{ReasonSidecarKillFailed}, failed: []string{"istio-proxy"},
 				actions: []Action{stageCRR(2, 2, "istio-proxy")}}, stage: 2, stopping: []string{"istio-proxy"}},
 		},
+		"the recorded attempts of stage 1 do not count for stage 2, nor stage 2's for stage 0": {
+			pod: ordered("fluent-bit,istio-proxy").Annotate(AnnotationCRRAttempts, "1:3").
+				Container("fluent-bit", markCRR, exited(0)).Container("istio-proxy", markCRR).Build(),
+			want: stageWant{want: want{verdict: VerdictAct, actions: []Action{stageCRR(2, 1, "istio-proxy")}},
+				stage: 2, stopping: []string{"istio-proxy"}},
+		},
+		"stage 2's recorded attempts count for stage 2 after kruise deleted its CRRs": {
+			pod: ordered("fluent-bit,istio-proxy").Annotate(AnnotationCRRAttempts, AttemptsMark(2, 3)).
+				Container("fluent-bit", markCRR, exited(0)).Container("istio-proxy", markCRR).Build(),
+			want: stageWant{want: want{verdict: VerdictNoPath, problems: []string{ReasonSidecarKillGaveUp, ReasonNoTerminationPath}},
+				stage: 2, stopping: []string{"istio-proxy"}},
+		},
 		"three stages: the middle one runs while the first is done": {
 			pod: ordered("a,b,c").Container("a", markCRR, exited(0)).Container("b", markCRR).Container("c", markCRR).Build(),
 			crrs: []CRR{crrOfStage(1, 1, "Completed", exitAt, "a"),

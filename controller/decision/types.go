@@ -21,6 +21,10 @@ const (
 	// starts a stage ("<stage> <RFC 3339 time>"): a swap leaves no object of
 	// its own whose creation time says when the stage began, as a CRR does.
 	AnnotationStopStage = "sidecar-terminator.io/stop-stage"
+	// AnnotationCRRAttempts records, on a pod whose first kill failed, the
+	// CRR attempt made last: kruise deletes finished CRRs (ttl), and a
+	// restarted controller remembers nothing, but the count must not reset.
+	AnnotationCRRAttempts = "sidecar-terminator.io/crr-attempts"
 
 	// ConditionSidecarTerminated is set on a pod whose phase this controller
 	// settled before stopping its ignore-exit-code sidecars.

@@ -327,6 +327,18 @@ func (r *Reconciler) crrAPIGone(logger klog.Logger) {
 func (r *Reconciler) send(ctx context.Context, pod *corev1.Pod, a decision.Action) error {
 	switch a.Kind {
 	case decision.ActionCreateCRR:
+		// The attempt count lives in the CRRs, which kruise deletes after
+		// ttlSecondsAfterFinished: a sidecar that keeps coming back would get
+		// fresh attempts each time. So a retry (attempt 2 and up, made only
+		// after a kill failed) first records its number on the pod, where the
+		// decision reads it (decision.AnnotationCRRAttempts); it survives the
+		// CRRs and a controller restart. The first attempt writes nothing
+		// more: the happy path stays one write per pod.
+		if mark := decision.AttemptsMark(a.Stage, a.Attempt); a.Attempt > 1 && pod.Annotations[decision.AnnotationCRRAttempts] != mark {
+			if err := r.write.AnnotatePod(ctx, pod.Namespace, pod.Name, pod.UID, decision.AnnotationCRRAttempts, mark); err != nil {
+				return err
+			}
+		}
 		return r.write.CreateCRR(ctx, r.newCRR(pod, a), a.ReadPodFirst)
 	case decision.ActionDeleteCRR:
 		return r.write.DeleteCRR(ctx, pod.Namespace, a.CRRName)

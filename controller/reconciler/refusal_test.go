@@ -258,3 +258,56 @@ func TestCRRNotFoundRediscoversTheAPI(t *testing.T) {
 		t.Fatalf("want the swap after the 404, got %v", f.w.sent)
 	}
 }
+
+// Issue item 3: kruise deleted the pod's CRRs (ttlSecondsAfterFinished) after
+// three attempts; the pod's annotation keeps the count, so no fourth CRR.
+func TestAttemptsSurviveDeletedCRRs(t *testing.T) {
+	pod := jobPod(markCRR)
+	pod.Annotations = map[string]string{decision.AnnotationCRRAttempts: "3"}
+	f := newFixture(pod)
+	f.sync(t)
+	if len(f.w.sent) != 0 {
+		t.Fatalf("attempts used up, CRRs deleted: wrote %v", f.w.sent)
+	}
+	if len(f.ev.warnings(decision.ReasonSidecarKillGaveUp)) != 1 {
+		t.Fatalf("want a SidecarKillGaveUp warning, got %+v", f.ev.list)
+	}
+}
+
+// Issue item 3: a retry records its attempt on the pod before its CRR; the
+// first attempt writes nothing more (one write per pod on the happy path).
+func TestRetryRecordsItsAttemptFirstAttemptDoesNot(t *testing.T) {
+	f := newFixture(jobPod(markCRR))
+	f.sync(t)
+	if want := "crr " + decision.CRRName(f.w.pod, 1); strings.Join(f.w.sent, ",") != want {
+		t.Fatalf("first attempt wrote %v, want only %s", f.w.sent, want)
+	}
+	pod := jobPod(markCRR)
+	pod.Annotations = map[string]string{decision.AnnotationCRRAttempts: "1"} // as after a restart, CRR 1 deleted
+	g := newFixture(pod)
+	g.sync(t)
+	want := []string{"annotate " + decision.AnnotationCRRAttempts, "crr " + decision.CRRName(pod, 2)}
+	if strings.Join(g.w.sent, ",") != strings.Join(want, ",") {
+		t.Fatalf("retry wrote %v, want %v", g.w.sent, want)
+	}
+}
+
+// Issue item 6: a write whose effect never reaches the cache (a policy engine
+// stripped the CRR's label) is revisited at the expectation's timeout even if
+// nothing wakes the pod, and the timeout is counted.
+func TestUnseenWriteIsRevisitedAtTheExpectationTimeout(t *testing.T) {
+	f := newFixture(jobPod(markCRR))
+	after := f.sync(t)
+	timeout := reconciler.DefaultConfig().ExpectationTimeout
+	if after != timeout {
+		t.Fatalf("requeue after an action = %s, want the expectation timeout %s", after, timeout)
+	}
+	f.clock.Step(timeout)
+	f.sync(t)
+	if got := testutil.ToFloat64(f.metrics.ExpectationsTimedOut); got != 1 {
+		t.Fatalf("expectations timed out = %v, want 1", got)
+	}
+	if len(f.w.sent) != 2 {
+		t.Fatalf("the pod was not decided afresh after the timeout: %v", f.w.sent)
+	}
+}
