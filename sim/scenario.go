@@ -103,6 +103,9 @@ type C struct {
 	OnSIGTERM string
 	Env       []corev1.EnvVar
 	NoArgs    bool // argv is not the workload's (an injected proxy)
+	// The container's own restartPolicy and restartPolicyRules (KEP-5307).
+	Policy *corev1.ContainerRestartPolicy
+	Rules  []corev1.ContainerRestartRule
 }
 
 // Range is a duration drawn uniformly from [Min, Max].

@@ -60,6 +60,12 @@ func SoakScenario(seed uint64, pods int) Scenario {
 			templates = append(templates, t)
 		}
 	}
+	for _, t := range drawnRuleTemplates(pick, r.IntN) {
+		if t.Expect == ExpectTerminal {
+			t.Expect = ExpectEither
+		}
+		templates = append(templates, t)
+	}
 	templates = append(templates, orderedTemplates(r)...)
 	return Scenario{
 		Name: "soak", Purpose: fmt.Sprintf("random faults %s", f),
