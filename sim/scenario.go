@@ -42,7 +42,7 @@ type Scenario struct {
 	Faults    Faults
 	NoCRRAPI  bool
 	// AllowedImages is the controller's quick-exit image allowlist.
-	AllowedImages []string
+	AllowedImages []string // empty: any image ('*')
 	// Bound is how long after its mains are done a pod may take to finish.
 	Bound time.Duration
 	// Quiesce is how long the world must stay settled before the run ends,
