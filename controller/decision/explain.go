@@ -40,7 +40,27 @@ func (p Plan) Explain(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "\nDecision: %s\nReason:   %s\n", p.Verdict, p.Reason)
+	fmt.Fprintln(w)
+	for _, c := range p.Containers {
+		if c.Role == RoleMain {
+			fmt.Fprintf(w, "Restart:  main %q follows %s: %s\n", c.Name, c.RestartRules, mainDone(c))
+		}
+	}
+	fmt.Fprintf(w, "Decision: %s\nReason:   %s\n", p.Verdict, p.Reason)
+	if st := p.Stage; st != nil {
+		fmt.Fprintf(w, "Order:    %s (stage 0: the sidecars it does not name)\n", strings.Join(st.Order, " -> "))
+		fmt.Fprintf(w, "Stage:    %d of %d, stopping %v\n", st.Stage, st.Last, st.Stopping)
+		if len(st.Next) > 0 {
+			until := "their kill is issued, then until they terminate or the bound passes"
+			if !st.Until.IsZero() {
+				until = "they terminate, or until " + st.Until.UTC().Format(time.RFC3339)
+			}
+			fmt.Fprintf(w, "Waiting:  %v wait for %v until %s\n", st.Next, st.Stopping, until)
+		}
+		if len(st.HeldUp) > 0 {
+			fmt.Fprintf(w, "Held up:  %v ran past their stage's bound\n", st.HeldUp)
+		}
+	}
 	for _, a := range p.Actions {
 		fmt.Fprintf(w, "Action:   %s\n", describeActions([]Action{a}))
 	}
@@ -57,4 +77,15 @@ func (p Plan) Explain(w io.Writer) error {
 	}
 	_, err := fmt.Fprintln(w)
 	return err
+}
+
+// mainDone says whether a main is done and why, by the kubelet's restart rules.
+func mainDone(c Container) string {
+	switch {
+	case c.State != StateTerminated:
+		return fmt.Sprintf("%s, not done", c.State)
+	case c.AfterExit.Again:
+		return fmt.Sprintf("exited %d, and %s runs it again: not done", c.ExitCode, c.AfterExit.Rule)
+	}
+	return fmt.Sprintf("exited %d, and %s does not run it again: done", c.ExitCode, c.AfterExit.Rule)
 }
