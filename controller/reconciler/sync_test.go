@@ -120,6 +120,19 @@ func (a *apiFake) CreateCRR(_ context.Context, crr *kruisev1alpha1.ContainerRecr
 	return nil
 }
 
+func (a *apiFake) DeleteCRR(_ context.Context, _, name string) error {
+	if err := a.failed("delete"); err != nil {
+		return err
+	}
+	for i, c := range a.crrs {
+		if c.Name == name {
+			a.crrs = append(a.crrs[:i], a.crrs[i+1:]...)
+			break
+		}
+	}
+	return nil
+}
+
 func (a *apiFake) patch(kind, name string, patch []byte) error {
 	if err := a.failed(kind); err != nil {
 		return err
