@@ -373,3 +373,35 @@ func TestAllowlistFailsClosed(t *testing.T) {
 		})
 	}
 }
+
+// TestAdmissionPolicyWhereServed: the ServiceAccount's policy and binding
+// are rendered where the API server serves ValidatingAdmissionPolicy, name
+// the chart's own ServiceAccount and allowlist, and can be turned off.
+func TestAdmissionPolicyWhereServed(t *testing.T) {
+	const vap = "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy"
+	kinds := func(args ...string) map[string]string {
+		out := map[string]string{}
+		for _, o := range render(t, args...) {
+			if strings.HasPrefix(o.GetKind(), "ValidatingAdmissionPolicy") {
+				b, _ := o.MarshalJSON()
+				out[o.GetKind()] = string(b)
+			}
+		}
+		return out
+	}
+	if got := kinds(); len(got) != 0 {
+		t.Errorf("rendered without the API served: %v", got)
+	}
+	got := kinds("--api-versions", vap, "--set", "quickExitImageAllowlist={registry.example/qe}")
+	if len(got) != 2 {
+		t.Fatalf("rendered %d policy objects, want 2", len(got))
+	}
+	for _, want := range []string{"system:serviceaccount:st-test:", "registry.example/qe", "kube-system", "SidecarTerminated"} {
+		if !strings.Contains(got["ValidatingAdmissionPolicy"], want) {
+			t.Errorf("policy lacks %q", want)
+		}
+	}
+	if got := kinds("--api-versions", vap, "--set", "admissionPolicy.enabled=false"); len(got) != 0 {
+		t.Errorf("rendered when disabled")
+	}
+}
