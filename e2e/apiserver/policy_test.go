@@ -149,7 +149,7 @@ func TestServiceAccountHeldToWhatTheControllerDoes(t *testing.T) {
 			return patch(withInitPod, "", types.JSONPatchType, `[{"op":"replace","path":"/spec/initContainers/0/image","value":"`+quickExit+`"}]`)
 		},
 		"pod in kube-system": func() error { return patch(systemPod, "", types.JSONPatchType, swap(quickExit)) },
-		"a label":           func() error { return patch(job, "", types.MergePatchType, `{"metadata":{"labels":{"x":"y"}}}`) },
+		"a label":            func() error { return patch(job, "", types.MergePatchType, `{"metadata":{"labels":{"x":"y"}}}`) },
 		"a foreign annotation": func() error {
 			return patch(job, "", types.MergePatchType, `{"metadata":{"annotations":{"x":"y"}}}`)
 		},
