@@ -405,3 +405,25 @@ func TestAdmissionPolicyWhereServed(t *testing.T) {
 		t.Errorf("rendered when disabled")
 	}
 }
+
+// TestMetricsOnlyFromListedPeers: the chart binds /metrics to the pod's
+// address for its Service, so its NetworkPolicy lets only the listed peers
+// reach that port; the binary alone binds it to loopback.
+func TestMetricsOnlyFromListedPeers(t *testing.T) {
+	np := only(t, render(t), "NetworkPolicy")
+	rules, _, _ := unstructuredSlice(np.Object, "spec", "ingress")
+	var metricsRule map[string]any
+	for _, r := range rules {
+		for _, p := range r.(map[string]any)["ports"].([]any) {
+			if p.(map[string]any)["port"] == "metrics" {
+				metricsRule = r.(map[string]any)
+			}
+		}
+	}
+	if metricsRule == nil || len(metricsRule["from"].([]any)) == 0 {
+		t.Errorf("the metrics port is open to every peer: %v", rules)
+	}
+	if got := app.DefaultOptions().MetricsBindAddress; !strings.HasPrefix(got, "127.0.0.1:") {
+		t.Errorf("the binary's default metrics address is %q, want loopback", got)
+	}
+}
