@@ -259,13 +259,16 @@ func flagValue(t *testing.T, dep *appsv1.Deployment, name string) string {
 }
 
 // With default values the chart runs the binary with its own defaults, plus
-// leader election scoped to the release.
+// leader election scoped to the release, and metrics on the pod's address
+// for its Service (the binary alone keeps them on loopback; the chart's
+// NetworkPolicy guards the port).
 func TestDefaultValuesMatchTheBinaryDefaults(t *testing.T) {
 	dep := typed[appsv1.Deployment](t, only(t, render(t), "Deployment"))
 	got, _ := controllerFlags(t, dep)
 	want := app.DefaultOptions()
 	want.LeaderElectNamespace = "st-test"
 	want.LeaderElectName = ReleaseName
+	want.MetricsBindAddress = ":8080"
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("options from the chart\n %+v\nbinary defaults\n %+v", *got, *want)
 	}
