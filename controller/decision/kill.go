@@ -166,7 +166,7 @@ func (p *Plan) planCRR(in Input, latest *CRR, inFlight bool, deadline time.Time,
 		}
 	}
 	p.Actions = append(p.Actions, Action{Kind: ActionCreateCRR, Containers: names(cs),
-		CRRName: CRRName(in.Pod, attempt), Attempt: attempt, ReadPodFirst: !NameGenerated(in.Pod)})
+		CRRName: CRRName(in.Pod, attempt), Attempt: attempt, ReadPodFirst: !JobOwned(in.Pod)})
 	return waiting, noPath
 }
 

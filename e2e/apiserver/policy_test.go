@@ -237,9 +237,12 @@ func TestPermanentRefusalIsAWarningNotARetryStorm(t *testing.T) {
 	}
 	e.createNode(t, ctx, "virtual-1", map[string]string{"type": "virtual-kubelet"})
 	probe := e.createPod(t, ctx, jobPod("probe", "virtual-1", false))
+	// A new image each try: a patch that changes nothing passes the policy.
+	try := 0
 	waitUntil(t, ctx, "the policy in force", func(ctx context.Context) (bool, error) {
+		try++
 		_, err := e.kube.CoreV1().Pods("default").Patch(ctx, probe.Name, types.JSONPatchType,
-			[]byte(`[{"op":"replace","path":"/spec/containers/1/image","value":"x.example/y:1"}]`), metav1.PatchOptions{})
+			[]byte(fmt.Sprintf(`[{"op":"replace","path":"/spec/containers/1/image","value":"x.example/y:%d"}]`, try)), metav1.PatchOptions{})
 		return apierrors.IsInvalid(err), nil
 	})
 
