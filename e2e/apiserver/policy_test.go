@@ -103,9 +103,12 @@ func TestServiceAccountHeldToWhatTheControllerDoes(t *testing.T) {
 		_, err := kube.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, pt, []byte(body), metav1.PatchOptions{}, subs...)
 		return err
 	}
-	// Policies are loaded asynchronously: wait until one is in force.
+	// Policies are loaded asynchronously: wait until one is in force (a new
+	// image each try: a patch that changes nothing is admitted).
+	try := 0
 	waitUntil(t, ctx, "the policy in force", func(ctx context.Context) (bool, error) {
-		err := patch(probe, "", types.JSONPatchType, `[{"op":"replace","path":"/spec/containers/1/image","value":"`+attackerImage+`"}]`)
+		try++
+		err := patch(probe, "", types.JSONPatchType, fmt.Sprintf(`[{"op":"replace","path":"/spec/containers/1/image","value":"%s-%d"}]`, attackerImage, try))
 		return err != nil && strings.Contains(err.Error(), "ValidatingAdmissionPolicy"), nil
 	})
 
