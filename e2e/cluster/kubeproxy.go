@@ -83,6 +83,16 @@ func (n *Node) startKubeProxy(ctx context.Context, bin, podSubnet string) error 
 	}); err != nil {
 		return err
 	}
+	// kube-proxy prepends its jump to PREROUTING on its first sync, which
+	// may come after /healthz answers; ours must go in front of it (kube-proxy
+	// later only checks that its jump exists, so the order stays).
+	if err := waitFor(ctx, "kube-proxy's KUBE-SERVICES jump", 60*time.Second, p, func(context.Context) (bool, error) {
+		err := exec.Command("iptables", "-t", "nat", "-C", "PREROUTING", "-m", "comment", "--comment",
+			"kubernetes service portals", "-j", "KUBE-SERVICES").Run()
+		return err == nil, nil
+	}); err != nil {
+		return err
+	}
 	return installAPIServerChain(n.cp.Server)
 }
 
