@@ -86,6 +86,7 @@ func Run(ctx context.Context, o *Options) error {
 	logger := klog.FromContext(ctx)
 	build := Build()
 	logger.Info("Starting sidecar-terminator", "version", build.Version, "revision", build.Revision, "goVersion", build.GoVersion)
+	setMemoryLimit(logger)
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	process := newProcessMetrics(registry, build)
