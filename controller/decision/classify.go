@@ -209,6 +209,7 @@ func withStatus(c Container, s *corev1.ContainerStatus) Container {
 	}
 	c.RestartCount = s.RestartCount
 	c.ContainerID = s.ContainerID
+	c.StatusImage = s.Image
 	c.WasTerminated = s.LastTerminationState.Terminated != nil
 	switch {
 	case s.State.Terminated != nil:
@@ -219,6 +220,7 @@ func withStatus(c Container, s *corev1.ContainerStatus) Container {
 		c.State = StateRunning
 	case s.State.Waiting != nil:
 		c.State = StateWaiting
+		c.WaitingReason, c.WaitingMessage = s.State.Waiting.Reason, s.State.Waiting.Message
 	default:
 		c.State = StateUnknown
 	}

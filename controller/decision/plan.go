@@ -78,6 +78,7 @@ const (
 	ReasonSidecarKillFailed        = "SidecarKillFailed"
 	ReasonSidecarKillGaveUp        = "SidecarKillGaveUp"
 	ReasonPhaseSettleRefused       = "PhaseSettleRefused"
+	ReasonQuickExitNotRunning      = "QuickExitImageNotRunning"
 )
 
 // Plan is the outcome of Decide.
@@ -91,6 +92,9 @@ type Plan struct {
 	FailedKills []string
 	// MainsDoneAt is when the last main container exited, when they are all done.
 	MainsDoneAt time.Time
+	// SwapsUnseen names sidecars that have their quick-exit image although
+	// Input.SwappedAt has no time for them: the reconciler records now.
+	SwapsUnseen []string
 	// RequeueAfter asks to look again after this long even if nothing changes.
 	RequeueAfter time.Duration
 }

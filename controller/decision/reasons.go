@@ -7,7 +7,7 @@ func WarningReasons() []string {
 	return []string{
 		ReasonInvalidSidecarEnv, ReasonInvalidQuickExitImage, ReasonQuickExitImageNotAllowed,
 		ReasonUnknownSidecarName, ReasonNoMainContainer, ReasonNoTerminationPath, ReasonNodeNotFound,
-		ReasonSidecarKillFailed, ReasonSidecarKillGaveUp, ReasonPhaseSettleRefused, ReasonSidecarRestartsAfterKill,
+		ReasonSidecarKillFailed, ReasonSidecarKillGaveUp, ReasonPhaseSettleRefused, ReasonQuickExitNotRunning, ReasonSidecarRestartsAfterKill,
 	}
 }
 
