@@ -2,6 +2,10 @@ module github.com/sidecar-terminator/sidecar-terminator
 
 go 1.26.0
 
+// CI and releases build with this Go (actions/setup-go reads it): the
+// version developers use, with its security fixes.
+toolchain go1.26.8
+
 require (
 	cel.dev/expr v0.25.1 // indirect
 	github.com/NYTimes/gziphandler v1.1.1 // indirect

@@ -16,7 +16,7 @@ cluster-status: ## List the local cluster's processes and logs.
 images: ## Write the pause, quick-exit and workload image tarballs to bin/images (no Docker engine).
 	$(GO) run ./images/cmd/build-images -out $(BIN)/images
 
-demo: ## A real Job with a sidecar on the real node, with and without the controller; then tear down.
+demo: ## The same Job on the real node (CRR through kruise-daemon) and on a mock virtual node (image swap), then without the controller; then tear down.
 	$(GO) run ./e2e/cmd/demo
 
 e2e-local: ## The e2e-framework suite against the real local cluster (E2E_LOGS_DIR=dir keeps logs).

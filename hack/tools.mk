@@ -8,7 +8,7 @@ CHART_DIR := controller/deploy/chart/sidecar-terminator
 # then the suite), kubeconfig (any cluster with the product installed:
 # E2E_KUBECONFIG=path).
 E2E_ENV   ?= local
-K8S_MINOR ?= 1.34
+K8S_MINOR ?= 1.30
 KIND_KUBECONFIG ?= $(CURDIR)/$(BIN)/kind/sidecar-terminator.kubeconfig
 
 .PHONY: manifests lint-workflows chart-package kind-up kind-down e2e
@@ -22,7 +22,7 @@ lint-workflows: ## actionlint (built from its Go module) on .github/workflows.
 chart-package: ## Package the Helm chart into bin/chart.
 	$(TOOL) helm package $(CHART_DIR) --destination $(BIN)/chart
 
-kind-up: images ## kind cluster (K8S_MINOR=1.28|1.32|1.33|1.34) with OpenKruise, the chart and the mock virtual node (needs Docker).
+kind-up: images ## kind cluster (K8S_MINOR=1.26|1.28|1.30) with OpenKruise, the chart and the mock virtual node (needs Docker).
 	KIND_KUBECONFIG=$(KIND_KUBECONFIG) kind/up.sh $(K8S_MINOR)
 
 kind-down: ## Delete the kind cluster.

@@ -164,3 +164,37 @@ func TestChartsRenderWithKindValues(t *testing.T) {
 		}
 	}
 }
+
+// Every pinned node image is cited in kind/README.md, which names the kind
+// release that published them: the one hack/tools/kind pins (kind supports a
+// node image only with its own release).
+func TestNodeImagesCitedForThePinnedKind(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gomod, err := os.ReadFile("../hack/tools/kind/go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^\s*sigs\.k8s\.io/kind (v\S+)`).FindSubmatch(gomod)
+	if m == nil {
+		t.Fatal("hack/tools/kind/go.mod does not require sigs.k8s.io/kind")
+	}
+	kindVersion := string(m[1])
+	if !strings.Contains(string(readme), "kind "+kindVersion+"'s release notes") {
+		t.Errorf("kind/README.md does not cite kind %s's release notes for the node images", kindVersion)
+	}
+	files, _ := filepath.Glob("clusters/v1.*.yaml")
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, img := range regexp.MustCompile(`kindest/node:\S+`).FindAllString(string(data), -1) {
+			if !strings.Contains(string(readme), "`"+img+"`") {
+				t.Errorf("%s: %s is not cited in kind/README.md", f, img)
+			}
+		}
+	}
+}

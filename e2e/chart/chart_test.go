@@ -61,7 +61,7 @@ func freePort(t *testing.T) int {
 func TestChartOnLocalCluster(t *testing.T) {
 	skipUnlessHost(t)
 	e := newTestEnv(t, 30*time.Minute)
-	ctx, root, helm := e.ctx, e.root, e.helm
+	ctx, root := e.ctx, e.root
 	logf := func(f string, a ...any) { t.Logf("harness: "+f, a...) }
 
 	auditLog := filepath.Join(t.TempDir(), "audit.log")
@@ -80,46 +80,38 @@ func TestChartOnLocalCluster(t *testing.T) {
 		}
 	})
 
-	// The image users run, in the release format (an OCI layout holding an
+	// The images users run, in the release format (an OCI layout holding an
 	// image index, what kind load image-archive reads), for this host's
 	// architecture only to keep the build short, imported into the node's
-	// containerd: the chart's pod must not pull.
+	// containerd: the chart's pods must not pull.
 	t0 := time.Now()
-	idx, err := oci.BuildIndex(ctx, root, images.Controller, []string{runtime.GOARCH})
-	if err != nil {
-		t.Fatal(err)
+	for _, spec := range []images.Spec{images.Controller, images.MockNode} {
+		idx, err := oci.BuildIndex(ctx, root, spec, []string{runtime.GOARCH})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tar := filepath.Join(t.TempDir(), spec.Dir+".tar")
+		if err := oci.WriteIndexTarball(tar, spec.Ref, idx); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Node.ImportImages(ctx, tar); err != nil {
+			t.Fatal(err)
+		}
 	}
-	tar := filepath.Join(t.TempDir(), "controller.tar")
-	if err := oci.WriteIndexTarball(tar, images.Controller.Ref, idx); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Node.ImportImages(ctx, tar); err != nil {
-		t.Fatal(err)
-	}
-	logf("controller image built and imported: %s", time.Since(t0).Round(time.Millisecond))
+	logf("controller and mock-node images built and imported: %s", time.Since(t0).Round(time.Millisecond))
 
-	// The local cluster has no kube-proxy, so the kubernetes Service's
-	// ClusterIP leads nowhere; the pod shares the host's network and is
-	// told the API server's real address. Everything else is in-cluster
+	// kind/install.sh, the script kind/up.sh runs on kind, installs both
+	// charts and waits until they are Ready in-cluster. The local cluster has
+	// no kube-proxy, so the kubernetes Service's ClusterIP leads nowhere: its
+	// pods share the host's network and are told the API server's real
+	// address (extra values the script takes). Everything else is in-cluster
 	// configuration: the ServiceAccount token and CA the kubelet mounts.
-	api, err := url.Parse(c.RestConfig.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tag := images.Controller.Ref[strings.LastIndex(images.Controller.Ref, ":")+1:]
 	t1 := time.Now()
-	install := exec.CommandContext(ctx, helm, "install", deploy.ReleaseName, deploy.ChartDir(root),
-		"--kubeconfig", c.Kubeconfig, "--namespace", deploy.Namespace, "--create-namespace",
-		"--set", "image.tag="+tag, "--set", "image.pullPolicy=Never",
-		// One replica: with the host's network two would bind the same ports.
-		"--set", "replicaCount=1", "--set", "hostNetwork=true",
-		"--set", fmt.Sprintf("metrics.port=%d", freePort(t)), "--set", fmt.Sprintf("health.port=%d", freePort(t)),
-		"--set", "extraEnv[0].name=KUBERNETES_SERVICE_HOST", "--set", "extraEnv[0].value="+api.Hostname(),
-		"--set", "extraEnv[1].name=KUBERNETES_SERVICE_PORT", "--set-string", "extraEnv[1].value="+api.Port(),
-		"--wait", "--timeout", "3m")
-	if out, err := install.CombinedOutput(); err != nil {
-		t.Fatalf("helm install: %v\n%s", err, out)
+	out, err := runInstallScript(ctx, t, root, c.Kubeconfig, c.RestConfig.Host)
+	if err != nil {
+		t.Fatalf("kind/install.sh: %v\n%s", err, out)
 	}
+	logf("kind/install.sh: %s\n%s", time.Since(t1).Round(time.Millisecond), out)
 	cs, err := kubernetes.NewForConfig(c.RestConfig)
 	if err != nil {
 		t.Fatal(err)
@@ -134,7 +126,6 @@ func TestChartOnLocalCluster(t *testing.T) {
 	if !available {
 		t.Fatalf("Deployment not Available after helm --wait: %+v", dep.Status)
 	}
-	logf("chart installed, Deployment Available: %s", time.Since(t1).Round(time.Millisecond))
 	pods, err := cs.CoreV1().Pods(deploy.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=sidecar-terminator"})
 	if err != nil || len(pods.Items) != 1 {
 		t.Fatalf("controller pods: %d, %v", len(pods.Items), err)
@@ -167,6 +158,26 @@ func TestChartOnLocalCluster(t *testing.T) {
 	obs.Check(t, cases.Expect{Job: batchv1.JobComplete, Phase: corev1.PodSucceeded,
 		ExitCodes: map[string]int32{"main": 0, "proxy": 0}, CRRContainers: []string{"proxy"}, Event: true})
 
+	// The same kind of Job on the mock virtual node, in-cluster from its
+	// chart: stopped by an image swap, with no CRR.
+	withImage := cases.Sidecar(cases.VirtualSidecar, "exit:0", false).With(cases.EnvWhenJobExitWithImage, images.QuickExit.Ref)
+	vjs := cases.VirtualJob("chart-virtual", corev1.RestartPolicyNever, cases.Main(cases.VirtualMain, 2, 0), withImage)
+	if err := cases.CreateNamespace(ctx, cs, vjs.Namespace); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.BatchV1().Jobs(vjs.Namespace).Create(ctx, cases.OnVirtualNode(vjs.Build()), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	vobs, err := cases.RunToEnd(ctx, cl, vjs.Namespace, vjs.Name, 3*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vobs.Check(t, cases.Expect{Job: batchv1.JobComplete, Phase: corev1.PodSucceeded,
+		ExitCodes: map[string]int32{cases.VirtualMain: 0, cases.VirtualSidecar: 0}, Event: true})
+	if vobs.Pod == nil || vobs.Pod.Spec.NodeName != "mock-virtual-node" {
+		t.Errorf("virtual Job's pod not on the mock virtual node: %+v", vobs.Pod)
+	}
+
 	// The CRR was written by the chart's ServiceAccount, i.e. by the pod
 	// under in-cluster configuration, not by some other client.
 	writes, err := cluster.MutatingRequests(auditLog, cluster.ControllerServiceAccountUser)
@@ -187,4 +198,34 @@ func waitLeader(ctx context.Context, cs kubernetes.Interface) error {
 		return fmt.Errorf("no leader elected in %s: %w", deploy.Namespace, err)
 	}
 	return nil
+}
+
+// runInstallScript runs kind/install.sh against the local cluster with the
+// extra values its pods need there (host network, the API server's address,
+// free ports for the controller's servers).
+func runInstallScript(ctx context.Context, t *testing.T, root, kubeconfig, apiHost string) ([]byte, error) {
+	api, err := url.Parse(apiHost)
+	if err != nil {
+		return nil, err
+	}
+	env := fmt.Sprintf(`extraEnv:
+  - name: KUBERNETES_SERVICE_HOST
+    value: %q
+  - name: KUBERNETES_SERVICE_PORT
+    value: %q
+hostNetwork: true
+`, api.Hostname(), api.Port())
+	dir := t.TempDir()
+	values := filepath.Join(dir, "values.yaml")
+	// One replica: with the host's network two would bind the same ports.
+	if err := os.WriteFile(values, []byte(env+fmt.Sprintf("replicaCount: 1\nmetrics:\n  port: %d\nhealth:\n  port: %d\n", freePort(t), freePort(t))), 0o644); err != nil {
+		return nil, err
+	}
+	mockValues := filepath.Join(dir, "mock-node-values.yaml")
+	if err := os.WriteFile(mockValues, []byte(env), 0o644); err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, "bash", filepath.Join(root, "kind", "install.sh"))
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "VALUES="+values, "MOCK_NODE_VALUES="+mockValues)
+	return cmd.CombinedOutput()
 }

@@ -91,40 +91,53 @@ func TestReleaseDockerfilesAgreeWithOCIBuild(t *testing.T) {
 }
 
 // Two builds of every release image give the same index digest and the
-// same tarball bytes, and each index holds linux/amd64 and linux/arm64
-// images whose binary is built for that machine.
+// same tarball bytes, and each index holds one image per platform whose
+// binary is built for that machine. Every image is built for this machine's
+// architecture; only the smallest (quick-exit) for every release platform:
+// a cross build of the controller or the mock node compiles their whole
+// dependency tree again (minutes on a cold build cache, which is how CI
+// meets it), and proves nothing about the image assembly that the
+// quick-exit image does not. The release workflow builds them all
+// (`make images`).
 func TestReleaseImagesAreReproducibleAndMultiArch(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds every release image twice for two architectures")
+		t.Skip("builds every release image twice")
 	}
 	root, err := repo.Root()
 	if err != nil {
 		t.Fatal(err)
 	}
-	specs := releaseSpecs(t, root)
 	ctx := context.Background()
-	first, _, err := WriteRelease(ctx, root, t.TempDir(), specs, images.Platforms)
-	if err != nil {
-		t.Fatal(err)
-	}
-	second, _, err := WriteRelease(ctx, root, t.TempDir(), specs, images.Platforms)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(first) != len(specs) || len(second) != len(specs) {
-		t.Fatalf("built %d and %d images, want %d", len(first), len(second), len(specs))
-	}
-	for i, b := range first {
-		t.Logf("%s %s", b.Spec.Ref, b.Digest)
-		if b.Digest != second[i].Digest {
-			t.Errorf("%s: digest %s then %s", b.Spec.Dir, b.Digest, second[i].Digest)
+	for _, spec := range releaseSpecs(t, root) {
+		platforms := []string{runtime.GOARCH}
+		if spec.Dir == images.QuickExit.Dir {
+			platforms = images.Platforms
 		}
-		a, _ := os.ReadFile(b.Path)
-		c, _ := os.ReadFile(second[i].Path)
-		if !bytes.Equal(a, c) {
-			t.Errorf("%s: tarballs differ", b.Spec.Dir)
-		}
-		checkLayout(t, b)
+		t.Run(spec.Dir, func(t *testing.T) {
+			specs := []images.Spec{spec}
+			first, _, err := WriteRelease(ctx, root, t.TempDir(), specs, platforms)
+			if err != nil {
+				t.Fatal(err)
+			}
+			second, _, err := WriteRelease(ctx, root, t.TempDir(), specs, platforms)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(first) != 1 || len(second) != 1 {
+				t.Fatalf("built %d and %d images, want 1", len(first), len(second))
+			}
+			b := first[0]
+			t.Logf("%s %s %v", b.Spec.Ref, b.Digest, platforms)
+			if b.Digest != second[0].Digest {
+				t.Errorf("digest %s then %s", b.Digest, second[0].Digest)
+			}
+			a, _ := os.ReadFile(b.Path)
+			c, _ := os.ReadFile(second[0].Path)
+			if !bytes.Equal(a, c) {
+				t.Errorf("tarballs differ")
+			}
+			checkLayout(t, b, platforms)
+		})
 	}
 }
 
@@ -133,7 +146,7 @@ var elfMachine = map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_
 // checkLayout reads the OCI layout tarball back: index.json names the image,
 // the index has one manifest per platform, and each binary is static and
 // built for its platform.
-func checkLayout(t *testing.T, b Built) {
+func checkLayout(t *testing.T, b Built, platforms []string) {
 	t.Helper()
 	f, err := os.Open(b.Path)
 	if err != nil {
@@ -184,8 +197,8 @@ func checkLayout(t *testing.T, b Built) {
 			}
 		}
 	}
-	if !reflect.DeepEqual(arches, images.Platforms) {
-		t.Errorf("%s: platforms %v, want %v", b.Spec.Dir, arches, images.Platforms)
+	if !reflect.DeepEqual(arches, platforms) {
+		t.Errorf("%s: platforms %v, want %v", b.Spec.Dir, arches, platforms)
 	}
 }
 

@@ -1,8 +1,10 @@
-// Command demo shows the controller on a real node: it brings the local
-// cluster up, runs a batch/v1 Job whose pod has a main container and a
-// sidecar marked KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT=true, prints a
-// timeline (main exits, the controller creates a CRR, kruise-daemon stops
-// the sidecar, the Job completes), then runs the same Job with the
+// Command demo shows both of the controller's paths: it brings the local
+// cluster up with a mock virtual node beside the real one, runs a batch/v1
+// Job whose pod has a main container and a marked sidecar on the real node
+// and prints a timeline (main exits, the controller creates a CRR,
+// kruise-daemon stops the sidecar, the Job completes), runs the same Job on
+// the virtual node (the controller swaps the sidecar's image for the
+// quick-exit image, the node restarts it, it exits 0), then runs it with the
 // controller stopped and shows it stuck Running, and tears everything down.
 //
 //	go run ./e2e/cmd/demo   (root; make demo)
@@ -25,6 +27,8 @@ import (
 
 	"github.com/sidecar-terminator/sidecar-terminator/e2e/cases"
 	"github.com/sidecar-terminator/sidecar-terminator/e2e/cluster"
+	"github.com/sidecar-terminator/sidecar-terminator/hack/repo"
+	"github.com/sidecar-terminator/sidecar-terminator/images"
 )
 
 const ns = "demo"
@@ -55,6 +59,19 @@ func run(ctx context.Context) (err error) {
 			say("  everything stopped, host restored, nothing left behind")
 		}
 	}()
+	root, err := repo.Root()
+	if err != nil {
+		return err
+	}
+	nodeBin, err := cluster.BuildMockNode(ctx, root)
+	if err != nil {
+		return err
+	}
+	if _, err := c.StartVirtualNodes(ctx, nodeBin, []string{virtualNode}); err != nil {
+		return err
+	}
+	say("mock virtual node %s Ready (label %s=%s): it plays pods from the API, as virtual-kubelet does",
+		virtualNode, cases.VirtualNodeLabelKey, cases.VirtualNodeLabelValue)
 	ctl, err := c.BuildAndStartController(ctx)
 	if err != nil {
 		return err
@@ -66,22 +83,33 @@ func run(ctx context.Context) (err error) {
 	cs := kubernetes.NewForConfigOrDie(c.RestConfig)
 	dyn := dynamic.NewForConfigOrDie(c.RestConfig)
 
-	fmt.Println("\n== 1. Job with a marked sidecar, controller running ==")
-	if err := withController(ctx, cs, dyn); err != nil {
+	fmt.Println("\n== 1. Job with a marked sidecar on the real node, controller running ==")
+	if err := withController(ctx, cs, dyn, job("real-node"), "CRR"); err != nil {
 		return fmt.Errorf("%w\ncontroller log:\n%s", err, ctl.LogTail(3000))
 	}
 
-	fmt.Println("\n== 2. The same Job, controller stopped ==")
+	fmt.Println("\n== 2. The same Job on the virtual node, controller running ==")
+	if err := withController(ctx, cs, dyn, cases.OnVirtualNode(job("virtual-node")), "swap"); err != nil {
+		return fmt.Errorf("%w\ncontroller log:\n%s", err, ctl.LogTail(3000))
+	}
+
+	fmt.Println("\n== 3. The same Job on the real node, controller stopped ==")
 	if err := ctl.Stop(); err != nil {
 		return err
 	}
 	return withoutController(ctx, cs, dyn)
 }
 
+// virtualNode is the mock virtual node's name.
+const virtualNode = "mock-virtual-node"
+
+// job is the demo's Job: its sidecar carries both marks, so on a normal node
+// it is stopped through a CRR and on a virtual node by swapping in the
+// quick-exit image.
 func job(name string) *batchv1.Job {
 	return cases.JobSpec{Name: name, Namespace: ns, Containers: []cases.Container{
 		cases.Main("main", 3, 0),
-		cases.Sidecar("sidecar", "exit:0", true),
+		cases.Sidecar("sidecar", "exit:0", true).With(cases.EnvWhenJobExitWithImage, images.QuickExit.Ref),
 	}}.Build()
 }
 
@@ -99,8 +127,9 @@ func (t *timeline) once(key, format string, args ...any) {
 	fmt.Printf("  +%5.1fs  %s\n", time.Since(t.start).Seconds(), fmt.Sprintf(format, args...))
 }
 
-func withController(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface) error {
-	j := job("with-controller")
+// withController runs j to its end and prints its timeline; path is the way
+// its sidecar must be stopped ("CRR" or "swap").
+func withController(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface, j *batchv1.Job, path string) error {
 	tl := &timeline{start: time.Now(), seen: map[string]bool{}}
 	if _, err := cs.BatchV1().Jobs(ns).Create(ctx, j, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("create job: %w", err)
@@ -124,6 +153,9 @@ func withController(ctx context.Context, cs kubernetes.Interface, dyn dynamic.In
 			if f != batchv1.JobComplete {
 				return fmt.Errorf("job ended %s, want Complete", f)
 			}
+			if !tl.seen[path] {
+				return fmt.Errorf("job completed without the %s path", path)
+			}
 			return nil
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -140,7 +172,12 @@ func observePod(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interf
 	}
 	crrs, _ := cases.CRRsForPod(ctx, dyn, ns, p.Name)
 	for _, crr := range crrs {
-		tl.once("crr", "controller created ContainerRecreateRequest %s for %v", crr.GetName(), cases.CRRContainers(crr))
+		tl.once("CRR", "controller created ContainerRecreateRequest %s for %v", crr.GetName(), cases.CRRContainers(crr))
+	}
+	for _, c := range p.Spec.Containers {
+		if c.Name == "sidecar" && c.Image == images.QuickExit.Ref {
+			tl.once("swap", "controller swapped the sidecar's image for %s; the node restarts it", c.Image)
+		}
 	}
 	if evs, _ := cases.PodEvents(ctx, cs, ns, p.Name, cases.ReasonSidecarTerminating); len(evs) > 0 {
 		tl.once("event", "event %s: %s", evs[0].Reason, evs[0].Message)
@@ -149,6 +186,8 @@ func observePod(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interf
 		how := "stopped"
 		if len(crrs) > 0 {
 			how = "stopped by kruise-daemon (CRI StopContainer, SIGTERM)"
+		} else if tl.seen["swap"] {
+			how = "restarted as the quick-exit image, which exits at once"
 		}
 		tl.once("sidecar", "sidecar %s, exit code %d", how, code)
 	}
@@ -158,7 +197,7 @@ func observePod(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interf
 }
 
 func withoutController(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface) error {
-	j := job("without-controller")
+	j := job("no-controller")
 	if _, err := cs.BatchV1().Jobs(ns).Create(ctx, j, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("create job: %w", err)
 	}
