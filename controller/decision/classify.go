@@ -18,6 +18,7 @@ func Classify(pod *corev1.Pod, policy Policy) ([]Container, []Problem) {
 	var problems []Problem
 	listed, annotationProblems := annotatedSidecars(pod)
 	problems = append(problems, annotationProblems...)
+	problems = append(problems, nearMisses(pod)...)
 
 	statuses := statusByName(pod.Status.ContainerStatuses)
 	out := make([]Container, 0, len(pod.Spec.InitContainers)+len(pod.Spec.Containers))

@@ -7,7 +7,8 @@ func WarningReasons() []string {
 	return []string{
 		ReasonInvalidSidecarEnv, ReasonInvalidQuickExitImage, ReasonQuickExitImageNotAllowed,
 		ReasonUnknownSidecarName, ReasonNoMainContainer, ReasonNoTerminationPath, ReasonNodeNotFound,
-		ReasonSidecarKillFailed, ReasonSidecarKillGaveUp, ReasonPhaseSettleRefused, ReasonQuickExitNotRunning, ReasonSidecarRestartsAfterKill,
+		ReasonSidecarKillFailed, ReasonSidecarKillGaveUp, ReasonPhaseSettleRefused, ReasonQuickExitNotRunning,
+		ReasonSidecarRestartsAfterKill, ReasonNearMissMark,
 	}
 }
 

@@ -67,6 +67,15 @@ func ourAnnotations(in map[string]string) map[string]string {
 			out[k] = v
 		}
 	}
+	for k := range in {
+		if decision.NearMissAnnotation(k) != "" {
+			// The key alone, for the near-miss Warning; its value is not read.
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[k] = ""
+		}
+	}
 	return out
 }
 
@@ -76,6 +85,11 @@ func ourEnv(in []corev1.EnvVar) []corev1.EnvVar {
 		switch e.Name {
 		case decision.EnvTerminate, decision.EnvTerminateWithImage, decision.EnvIgnoreExitCode:
 			out = append(out, e)
+		default:
+			if decision.NearMissEnv(e.Name) != "" {
+				// The name alone, for the near-miss Warning.
+				out = append(out, corev1.EnvVar{Name: e.Name})
+			}
 		}
 	}
 	return out
