@@ -49,7 +49,7 @@ func (s *Sim) buildPod(name string, uid types.UID, nodeName string, t *Template)
 }
 
 func (s *Sim) buildContainer(pod *corev1.Pod, c C) corev1.Container {
-	ctr := corev1.Container{Name: c.Name, Image: c.Image, Env: c.Env}
+	ctr := corev1.Container{Name: c.Name, Image: c.Image, Env: c.Env, RestartPolicy: c.Policy, RestartPolicyRules: c.Rules}
 	if ctr.Image == "" {
 		ctr.Image = WorkloadImage
 	}

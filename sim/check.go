@@ -260,12 +260,14 @@ func mainsActive(e *podEntry) string {
 		return "the pod has not started"
 	}
 	for _, name := range e.truth.mains {
+		// The kubelet model's restart rules: the pod's policy, the
+		// container's own policy and its restartPolicyRules.
 		c := e.rt.Container(name)
 		switch {
 		case c.State != model.Terminated:
 			return fmt.Sprintf("main %q is %s", name, c.State)
-		case e.rt.RestartPolicy == corev1.RestartPolicyOnFailure && c.ExitCode != 0:
-			return fmt.Sprintf("main %q exited %d and OnFailure restarts it", name, c.ExitCode)
+		case e.rt.RunsAgain(name):
+			return fmt.Sprintf("main %q exited %d and its restart rules run it again", name, c.ExitCode)
 		}
 	}
 	return ""

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
 	"github.com/sidecar-terminator/sidecar-terminator/controller/reconciler"
 )
 
@@ -53,6 +54,11 @@ func (s *Sim) startController(id int) *controller {
 	}
 	cfg := reconciler.DefaultConfig()
 	cfg.Policy.AllowedQuickExitImages = s.sc.AllowedImages
+	if len(s.sc.AllowedImages) == 0 {
+		// Scenarios that name no allowlist swap whatever their pods name,
+		// the unpullable images included, to exercise the follow-through.
+		cfg.Policy.AllowedQuickExitImages = []string{decision.AllowAnyImage}
+	}
 	c.rec = reconciler.New(cfg, r, &apiWriter{s: s, c: c}, &recorder{s: s}, nil, s.clock)
 	s.ctrls = append(s.ctrls, c)
 	s.trace.add("controller", "instance %d started with %d pods listed", id, len(c.cache.pods))

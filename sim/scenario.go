@@ -42,7 +42,7 @@ type Scenario struct {
 	Faults    Faults
 	NoCRRAPI  bool
 	// AllowedImages is the controller's quick-exit image allowlist.
-	AllowedImages []string
+	AllowedImages []string // empty: any image ('*')
 	// Bound is how long after its mains are done a pod may take to finish.
 	Bound time.Duration
 	// Quiesce is how long the world must stay settled before the run ends,
@@ -103,6 +103,9 @@ type C struct {
 	OnSIGTERM string
 	Env       []corev1.EnvVar
 	NoArgs    bool // argv is not the workload's (an injected proxy)
+	// The container's own restartPolicy and restartPolicyRules (KEP-5307).
+	Policy *corev1.ContainerRestartPolicy
+	Rules  []corev1.ContainerRestartRule
 }
 
 // Range is a duration drawn uniformly from [Min, Max].

@@ -55,6 +55,12 @@ func SoakScenario(seed uint64, pods int) Scenario {
 			templates = append(templates, t)
 		}
 	}
+	for _, t := range drawnRuleTemplates(pick, r.IntN) {
+		if t.Expect == ExpectTerminal {
+			t.Expect = ExpectEither
+		}
+		templates = append(templates, t)
+	}
 	return Scenario{
 		Name: "soak", Purpose: fmt.Sprintf("random faults %s", f),
 		Pods: pods, Nodes: []NodeGroup{{Count: 30, Daemon: daemon}, {Count: 10, Virtual: true}},

@@ -48,6 +48,7 @@ func DefaultOptions() *Options {
 		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
 		MetricsBindAddress: ":8080", HealthProbeBindAddress: ":8081",
 		Workers:             4,
+		QuickExitAllowlist:  p.AllowedQuickExitImages,
 		VirtualNodeSelector: "type=virtual-kubelet",
 		CRRDeadline:         p.CRRDeadline, CRRMaxAttempts: p.MaxCRRAttempts, CRRRetryBackoff: p.RetryBackoff,
 		CRRTTLAfterFinished: reconciler.DefaultConfig().CRRTTLAfterFinished,
@@ -71,7 +72,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "Serve Go's pprof profiles under /debug/pprof/ on the metrics address, for go tool pprof.")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "Pods synced in parallel.")
 	fs.StringVar(&o.VirtualNodeSelector, "virtual-node-selector", o.VirtualNodeSelector, "Label selector of virtual-kubelet nodes, where sidecars are stopped by image swap.")
-	fs.StringSliceVar(&o.QuickExitAllowlist, "quick-exit-image-allowlist", o.QuickExitAllowlist, "Images that may be swapped in (a repository allows any tag or digest of it); empty allows any valid image.")
+	fs.StringSliceVar(&o.QuickExitAllowlist, "quick-exit-image-allowlist", o.QuickExitAllowlist, "Images that may be swapped in: a full reference allows exactly it, a repository any tag or digest of it, '*' any valid image (an explicit choice: pod authors then pick the image). Empty allows none.")
 	fs.DurationVar(&o.CRRDeadline, "crr-deadline", o.CRRDeadline, "How long a ContainerRecreateRequest may take before its kill counts as failed.")
 	fs.IntVar(&o.CRRMaxAttempts, "crr-max-attempts", o.CRRMaxAttempts, "ContainerRecreateRequests made for one pod before giving up.")
 	fs.DurationVar(&o.CRRRetryBackoff, "crr-retry-backoff", o.CRRRetryBackoff, "Wait before the second ContainerRecreateRequest; doubles each time.")
@@ -106,6 +107,9 @@ func (o *Options) ReconcilerConfig() (reconciler.Config, error) {
 		return cfg, fmt.Errorf("--virtual-node-selector %q: %w", o.VirtualNodeSelector, err)
 	}
 	for _, img := range o.QuickExitAllowlist {
+		if img == decision.AllowAnyImage {
+			continue
+		}
 		if err := decision.ValidateImage(img); err != nil {
 			return cfg, fmt.Errorf("--quick-exit-image-allowlist entry %q: %w", img, err)
 		}

@@ -30,12 +30,15 @@ func (r *recorded) Event(obj runtime.Object, _, reason, message string) {
 	r.got[p.Name] = append(r.got[p.Name], reason+": "+message)
 }
 
+// recoverQuickExit is an image the default allowlist allows.
+const recoverQuickExit = decision.DefaultQuickExitRepository + ":1"
+
 func recoverPod(name string, image string, state corev1.ContainerState) *corev1.Pod {
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name)}}
 	p.Spec.RestartPolicy = corev1.RestartPolicyNever
 	p.Spec.Containers = []corev1.Container{
 		{Name: "main", Image: "work"},
-		{Name: "proxy", Image: image, Env: []corev1.EnvVar{{Name: decision.EnvTerminateWithImage, Value: "quick-exit:1"}}},
+		{Name: "proxy", Image: image, Env: []corev1.EnvVar{{Name: decision.EnvTerminateWithImage, Value: recoverQuickExit}}},
 	}
 	p.Status.ContainerStatuses = []corev1.ContainerStatus{
 		{Name: "main", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0}}},
@@ -55,8 +58,8 @@ func TestRecoverEventsOfEarlierActions(t *testing.T) {
 		recoverPod("crr-no-event", "proxy:1", running),
 		recoverPod("crr-with-event", "proxy:1", running),
 		recoverPod("crr-old", "proxy:1", running),
-		recoverPod("swapped-no-event", "quick-exit:1", running),
-		recoverPod("swapped-long-ago", "quick-exit:1", longAgo),
+		recoverPod("swapped-no-event", recoverQuickExit, running),
+		recoverPod("swapped-long-ago", recoverQuickExit, longAgo),
 		recoverPod("untouched", "proxy:1", running),
 	}
 	crr := func(pod string, age time.Duration) *kruisev1alpha1.ContainerRecreateRequest {
@@ -89,7 +92,7 @@ func TestRecoverEventsOfEarlierActions(t *testing.T) {
 	if m := rec.got["crr-no-event"]; len(m) != 1 || !strings.Contains(m[0], "crr-no-event-crr") || !strings.HasPrefix(m[0], reconciler.ReasonTerminated) {
 		t.Errorf("crr-no-event: %v", m)
 	}
-	if m := rec.got["swapped-no-event"]; len(m) != 1 || !strings.Contains(m[0], "quick-exit:1") {
+	if m := rec.got["swapped-no-event"]; len(m) != 1 || !strings.Contains(m[0], recoverQuickExit) {
 		t.Errorf("swapped-no-event: %v", m)
 	}
 }

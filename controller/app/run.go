@@ -46,6 +46,13 @@ func NewClients(kubeconfig string, qps float32, burst int) (*Clients, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load client configuration: %w", err)
 	}
+	return NewClientsForConfig(cfg, qps, burst)
+}
+
+// NewClientsForConfig builds the clients from a client configuration.
+func NewClientsForConfig(cfg *rest.Config, qps float32, burst int) (*Clients, error) {
+	var err error
+	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = qps, burst
 	cfg.UserAgent = "sidecar-terminator"
 	c := &Clients{Config: cfg}
@@ -86,6 +93,7 @@ func Run(ctx context.Context, o *Options) error {
 	logger := klog.FromContext(ctx)
 	build := Build()
 	logger.Info("Starting sidecar-terminator", "version", build.Version, "revision", build.Revision, "goVersion", build.GoVersion)
+	setMemoryLimit(logger)
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	process := newProcessMetrics(registry, build)

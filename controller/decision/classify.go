@@ -1,6 +1,7 @@
 package decision
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -42,7 +43,7 @@ func classifyRegular(pod *corev1.Pod, index int, c corev1.Container, annotated b
 	ctr := Container{Name: c.Name, Index: index, Role: RoleMain, Image: c.Image}
 	var problems []Problem
 	bad := func(reason, format string, args ...any) {
-		problems = append(problems, Problem{Reason: reason, Message: fmt.Sprintf("container %q: ", c.Name) + fmt.Sprintf(format, args...)})
+		problems = append(problems, Problem{Reason: reason, Message: BoundMessage(fmt.Sprintf("container %q: ", c.Name) + fmt.Sprintf(format, args...))})
 	}
 	var image string
 	for _, env := range c.Env {
@@ -68,6 +69,12 @@ func classifyRegular(pod *corev1.Pod, index int, c corev1.Container, annotated b
 			if env.Value == "" {
 				continue
 			}
+			if TooLong(env.Value) {
+				// Still a sidecar (below), but with no usable image.
+				ctr.MarkedBy = append(ctr.MarkedBy, EnvTerminateWithImage)
+				bad(ReasonInvalidQuickExitImage, "%s", tooLongMessage("env "+env.Name, env.Value))
+				continue
+			}
 			// The container is a sidecar even when its image proves unusable:
 			// its owner said so, and treating it as a main container would only
 			// keep the pod waiting for it forever.
@@ -78,8 +85,10 @@ func classifyRegular(pod *corev1.Pod, index int, c corev1.Container, annotated b
 	if annotated {
 		ctr.KillByCRR = true
 		ctr.MarkedBy = append(ctr.MarkedBy, AnnotationSidecars)
-		if image == "" {
-			image = pod.Annotations[AnnotationQuickExitImage]
+		if v := pod.Annotations[AnnotationQuickExitImage]; image == "" && TooLong(v) {
+			bad(ReasonInvalidQuickExitImage, "%s", tooLongMessage("annotation "+AnnotationQuickExitImage, v))
+		} else if image == "" {
+			image = v
 		}
 	}
 	if len(ctr.MarkedBy) == 0 {
@@ -90,9 +99,13 @@ func classifyRegular(pod *corev1.Pod, index int, c corev1.Container, annotated b
 	ctr.Role = RoleSidecar
 	if image != "" {
 		if err := ValidateImage(image); err != nil {
-			bad(ReasonInvalidQuickExitImage, "quick-exit image %q is not a valid image reference: %v", image, err)
+			bad(ReasonInvalidQuickExitImage, "quick-exit image %s is not a valid image reference: %v", Quote(image), err)
 		} else if !imageAllowed(image, policy.AllowedQuickExitImages) {
-			bad(ReasonQuickExitImageNotAllowed, "quick-exit image %q is not in the allowlist %v", image, policy.AllowedQuickExitImages)
+			bad(ReasonQuickExitImageNotAllowed, "quick-exit image %s is not in the allowlist %q", Quote(image), policy.AllowedQuickExitImages)
+		} else if TooLong(c.Image) {
+			// The swap's test op names the current image; the cache keeps
+			// only its start.
+			bad(ReasonInvalidQuickExitImage, "%s", tooLongMessage("the container's own image", c.Image))
 		} else {
 			ctr.QuickExitImage = image
 		}
@@ -119,11 +132,7 @@ func describeEnvValue(env corev1.EnvVar) string {
 	if env.ValueFrom != nil {
 		return "a valueFrom"
 	}
-	v := env.Value
-	if len(v) > 64 {
-		v = v[:64] + "..."
-	}
-	return fmt.Sprintf("%q", v)
+	return Quote(env.Value)
 }
 
 // annotatedSidecars reads the sidecar-terminator.io/sidecars annotation. Names
@@ -132,6 +141,9 @@ func annotatedSidecars(pod *corev1.Pod) (map[string]bool, []Problem) {
 	raw, ok := pod.Annotations[AnnotationSidecars]
 	if !ok {
 		return nil, nil
+	}
+	if TooLong(raw) {
+		return nil, []Problem{{Reason: ReasonUnknownSidecarName, Message: tooLongMessage("annotation "+AnnotationSidecars, raw)}}
 	}
 	regular := map[string]bool{}
 	for _, c := range pod.Spec.Containers {
@@ -154,29 +166,37 @@ func annotatedSidecars(pod *corev1.Pod) (map[string]bool, []Problem) {
 		return listed, nil
 	}
 	sort.Strings(unknown)
-	return listed, []Problem{{Reason: ReasonUnknownSidecarName, Message: fmt.Sprintf(
-		"annotation %s names %q, which are not regular containers of the pod; they are ignored", AnnotationSidecars, unknown)}}
+	return listed, []Problem{{Reason: ReasonUnknownSidecarName, Message: BoundMessage(fmt.Sprintf(
+		"annotation %s names %q, which are not regular containers of the pod; they are ignored", AnnotationSidecars, unknown))}}
 }
 
-// ValidateImage checks that image is a valid image reference.
+// ValidateImage checks that image is a valid image reference. Its error
+// never repeats the image, which the caller quotes (bounded) itself.
 func ValidateImage(image string) error {
+	if TooLong(image) {
+		return fmt.Errorf("over %d bytes", MaxValueLen)
+	}
 	if strings.TrimSpace(image) != image {
 		return fmt.Errorf("leading or trailing white space")
 	}
-	_, err := name.ParseReference(image)
-	return err
+	if _, err := name.ParseReference(image); err != nil {
+		return errors.New(strings.ReplaceAll(err.Error(), image, "the reference"))
+	}
+	return nil
 }
 
+// imageAllowed fails closed: an image is swapped in only when the operator's
+// allowlist names it, its repository, or "*" (any valid image, an explicit
+// choice). An empty allowlist allows nothing. The swapped container keeps its
+// securityContext, mounts and token, so whoever may name the image (a pod
+// author, through env or annotation) must not be able to pick any image.
 func imageAllowed(image string, allowlist []string) bool {
-	if len(allowlist) == 0 {
-		return true
-	}
 	ref, err := name.ParseReference(image)
 	if err != nil {
 		return false
 	}
 	for _, allowed := range allowlist {
-		if allowed == image {
+		if allowed == image || allowed == AllowAnyImage {
 			return true
 		}
 		tail := allowed[strings.LastIndex(allowed, "/")+1:]
@@ -221,7 +241,7 @@ func withStatus(c Container, s *corev1.ContainerStatus) Container {
 		c.State = StateRunning
 	case s.State.Waiting != nil:
 		c.State = StateWaiting
-		c.WaitingReason, c.WaitingMessage = s.State.Waiting.Reason, s.State.Waiting.Message
+		c.WaitingReason = s.State.Waiting.Reason
 	default:
 		c.State = StateUnknown
 	}

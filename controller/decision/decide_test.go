@@ -247,11 +247,33 @@ func TestDecide(t *testing.T) {
 			pod:  podtest.Pod("p").Container("main", exited(0)).Container("log", markCRR, podtest.Env(EnvTerminateWithImage, "UPPER/case:1")).Build(),
 			want: want{verdict: VerdictAct, actions: []Action{crrFor("p", 1, "log")}, problems: []string{ReasonInvalidQuickExitImage}},
 		},
-		"image digest is valid": {
+		"image digest of the allowed repository is valid": {
 			pod: podtest.Pod("p").Container("main", exited(0)).Container("log",
-				podtest.Env(EnvTerminateWithImage, "ghcr.io/x/quick-exit@sha256:"+strings.Repeat("a", 64))).Build(),
+				podtest.Env(EnvTerminateWithImage, DefaultQuickExitRepository+"@sha256:"+strings.Repeat("a", 64))).Build(),
 			want: want{verdict: VerdictAct, actions: []Action{{Kind: ActionSwapImage, Containers: []string{"log"},
-				Swaps: []Swap{{Index: 1, Container: "log", From: img("log"), To: "ghcr.io/x/quick-exit@sha256:" + strings.Repeat("a", 64)}}}}},
+				Swaps: []Swap{{Index: 1, Container: "log", From: img("log"), To: DefaultQuickExitRepository + "@sha256:" + strings.Repeat("a", 64)}}}}},
+		},
+		"default allowlist: any other image gets a Warning, no swap": {
+			pod: podtest.Pod("p").Container("main", exited(0)).Container("log",
+				podtest.Env(EnvTerminateWithImage, "attacker.example.com/payload:latest")).Build(),
+			want: want{verdict: VerdictNoPath, problems: []string{ReasonQuickExitImageNotAllowed, ReasonNoTerminationPath}},
+		},
+		"default allowlist: a look-alike repository is not the project's": {
+			pod: podtest.Pod("p").Container("main", exited(0)).Container("log",
+				podtest.Env(EnvTerminateWithImage, DefaultQuickExitRepository+"-evil:v1")).Build(),
+			want: want{verdict: VerdictNoPath, problems: []string{ReasonQuickExitImageNotAllowed, ReasonNoTerminationPath}},
+		},
+		"empty allowlist allows nothing": {
+			pod:    podtest.Pod("p").Container("main", exited(0)).Container("log", markImage).Build(),
+			policy: &Policy{CRRDeadline: time.Minute, MaxCRRAttempts: 3},
+			want:   want{verdict: VerdictNoPath, problems: []string{ReasonQuickExitImageNotAllowed, ReasonNoTerminationPath}},
+		},
+		"allowlist '*' allows any valid image, an explicit choice": {
+			pod: podtest.Pod("p").Container("main", exited(0)).Container("log",
+				podtest.Env(EnvTerminateWithImage, "registry.example/any:1")).Build(),
+			policy: &Policy{AllowedQuickExitImages: []string{AllowAnyImage}, CRRDeadline: time.Minute, MaxCRRAttempts: 3},
+			want: want{verdict: VerdictAct, actions: []Action{{Kind: ActionSwapImage, Containers: []string{"log"},
+				Swaps: []Swap{{Index: 1, Container: "log", From: img("log"), To: "registry.example/any:1"}}}}},
 		},
 		"image not in the allowlist: Warning, no swap": {
 			pod:    podtest.Pod("p").Container("main", exited(0)).Container("log", markImage).Build(),

@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+	"time"
 )
 
 // Explain writes, for a person, how each container was classified and what
@@ -47,7 +48,12 @@ func (p Plan) Explain(w io.Writer) error {
 		fmt.Fprintf(w, "Warning:  %s: %s\n", pr.Reason, pr.Message)
 	}
 	if p.RequeueAfter > 0 {
-		fmt.Fprintf(w, "Recheck:  in %s\n", p.RequeueAfter)
+		// To the second (to the millisecond below one): the rest is noise.
+		d := p.RequeueAfter.Round(time.Second)
+		if p.RequeueAfter < time.Second {
+			d = p.RequeueAfter.Round(time.Millisecond)
+		}
+		fmt.Fprintf(w, "Recheck:  in %s\n", d)
 	}
 	_, err := fmt.Fprintln(w)
 	return err

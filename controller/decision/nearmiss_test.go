@@ -116,3 +116,21 @@ func TestNearMissIsWarnedNotActedOn(t *testing.T) {
 		t.Errorf("near-miss warnings: %q", msgs)
 	}
 }
+
+// explain prints the recheck to the second: the nanoseconds of a requeue
+// computed from the clock are noise to a reader.
+func TestExplainRoundsTheRecheck(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		60195747026 * time.Nanosecond: "Recheck:  in 1m0s\n",
+		1499 * time.Millisecond:       "Recheck:  in 1s\n",
+		250300 * time.Microsecond:     "Recheck:  in 250ms\n",
+	} {
+		var b strings.Builder
+		if err := (Plan{RequeueAfter: d}).Explain(&b); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("RequeueAfter %v: %q lacks %q", d, b.String(), want)
+		}
+	}
+}

@@ -34,15 +34,11 @@ func (p *Plan) followSwap(in Input, c Container) string {
 }
 
 // swapStuck says, from the container's status, why a swapped sidecar has not
-// terminated. The text is the kubelet's, bounded.
+// terminated: the kubelet's waiting reason, or the image it runs.
 func swapStuck(c Container) string {
 	switch c.State {
 	case StateWaiting:
-		why := "waiting: " + c.WaitingReason
-		if c.WaitingMessage != "" {
-			why += " (" + bounded(c.WaitingMessage) + ")"
-		}
-		return why
+		return "waiting: " + bounded(c.WaitingReason)
 	case StateRunning:
 		if c.StatusImage != "" && !sameImage(c.StatusImage, c.QuickExitImage) {
 			return fmt.Sprintf("still running image %s: the node did not restart it with the new image (a provider that ignores image updates?)", bounded(c.StatusImage))

@@ -66,11 +66,11 @@ type Container struct {
 	// WasTerminated is true when a previous instance of the container ended
 	// (lastState.terminated): it is waiting to be restarted, not new.
 	WasTerminated bool
-	// Waiting says why a waiting container waits (ErrImagePull,
-	// ImagePullBackOff, StartError...), with the kubelet's message;
-	// StatusImage is the image the node reports it runs.
-	WaitingReason, WaitingMessage string
-	StatusImage                   string
+	// WaitingReason says why a waiting container waits (ErrImagePull,
+	// ImagePullBackOff, StartError...); StatusImage is the image the node
+	// reports it runs.
+	WaitingReason string
+	StatusImage   string
 
 	// Restart rules of a regular container (restart.go). RestartRules
 	// describes them for a person; AfterExit is the kubelet's answer to the
@@ -111,9 +111,9 @@ func (c CRR) Finished() bool {
 
 // Policy holds the operator's knobs.
 type Policy struct {
-	// AllowedQuickExitImages, when not empty, lists the only images that may
-	// be swapped in: a full reference matches exactly, a bare repository
-	// matches any tag or digest of it.
+	// AllowedQuickExitImages lists the only images that may be swapped in: a
+	// full reference matches exactly, a bare repository matches any tag or
+	// digest of it, AllowAnyImage matches every valid image. Empty allows none.
 	AllowedQuickExitImages []string
 	// CRRDeadline is how long a CRR may run before its kill counts as failed;
 	// it is also written as the CRR's activeDeadlineSeconds.
@@ -136,9 +136,16 @@ type Policy struct {
 	RefusalBackoffMax time.Duration
 }
 
+// DefaultQuickExitRepository is the project's own quick-exit image, the only
+// one allowed unless the operator says otherwise.
+const DefaultQuickExitRepository = "ghcr.io/sidecar-terminator/quick-exit"
+
+// AllowAnyImage in the allowlist allows every valid image reference.
+const AllowAnyImage = "*"
+
 // DefaultPolicy is what the controller runs with unless told otherwise.
 func DefaultPolicy() Policy {
-	return Policy{CRRDeadline: time.Minute, MaxCRRAttempts: 3, RetryBackoff: 5 * time.Second,
+	return Policy{AllowedQuickExitImages: []string{DefaultQuickExitRepository}, CRRDeadline: time.Minute, MaxCRRAttempts: 3, RetryBackoff: 5 * time.Second,
 		MaxRefusals: 10, RefusalBackoffMax: 5 * time.Minute, SwapStartAllowance: 2 * time.Minute}
 }
 

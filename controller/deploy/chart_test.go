@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/sidecar-terminator/sidecar-terminator/controller/app"
+	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
 	"github.com/sidecar-terminator/sidecar-terminator/controller/kube"
 )
 
@@ -341,4 +342,34 @@ func unstructuredSlice(obj map[string]any, fields ...string) ([]any, bool, error
 	}
 	s, ok := cur.([]any)
 	return s, ok, nil
+}
+
+// TestAllowlistFailsClosed: the chart's default allows only the project's
+// quick-exit image, '*' must be asked for, and an empty list reaches the
+// binary as empty (no swap allowed) rather than falling back to a default.
+func TestAllowlistFailsClosed(t *testing.T) {
+	for name, tc := range map[string]struct {
+		set  []string
+		want []string
+	}{
+		"default":  {want: []string{decision.DefaultQuickExitRepository}},
+		"any":      {set: []string{"--set", "quickExitImageAllowlist={*}"}, want: []string{decision.AllowAnyImage}},
+		"none":     {set: []string{"--set", "quickExitImageAllowlist=null"}, want: []string{}},
+		"explicit": {set: []string{"--set", "quickExitImageAllowlist={registry.example/qe@sha256:" + strings.Repeat("a", 64) + "}"}, want: []string{"registry.example/qe@sha256:" + strings.Repeat("a", 64)}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dep := typed[appsv1.Deployment](t, only(t, render(t, tc.set...), "Deployment"))
+			o, _ := controllerFlags(t, dep)
+			if !reflect.DeepEqual(o.QuickExitAllowlist, tc.want) {
+				t.Errorf("allowlist %q, want %q", o.QuickExitAllowlist, tc.want)
+			}
+			cfg, err := o.ReconcilerConfig()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(cfg.Policy.AllowedQuickExitImages, tc.want) {
+				t.Errorf("policy allowlist %q, want %q", cfg.Policy.AllowedQuickExitImages, tc.want)
+			}
+		})
+	}
 }

@@ -1,6 +1,8 @@
 package kube
 
 import (
+	"strings"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,14 +37,14 @@ func TrimPod(obj any) (any, error) {
 	for _, c := range pod.Spec.InitContainers {
 		// The image too: the plan lists every container with its image, and
 		// `explain` prints it.
-		out.Spec.InitContainers = append(out.Spec.InitContainers, corev1.Container{Name: c.Name, Image: c.Image,
+		out.Spec.InitContainers = append(out.Spec.InitContainers, corev1.Container{Name: c.Name, Image: capValue(c.Image),
 			RestartPolicy: c.RestartPolicy, RestartPolicyRules: c.RestartPolicyRules})
 	}
 	// The container's restartPolicy and restartPolicyRules decide whether the
 	// kubelet runs it again (decision/restart.go): a main done by the pod's
 	// policy may not be done by its own.
 	for _, c := range pod.Spec.Containers {
-		out.Spec.Containers = append(out.Spec.Containers, corev1.Container{Name: c.Name, Image: c.Image, Env: ourEnv(c.Env),
+		out.Spec.Containers = append(out.Spec.Containers, corev1.Container{Name: c.Name, Image: capValue(c.Image), Env: ourEnv(c.Env),
 			RestartPolicy: c.RestartPolicy, RestartPolicyRules: c.RestartPolicyRules})
 	}
 	for _, c := range pod.Status.Conditions {
@@ -64,7 +66,7 @@ func ourAnnotations(in map[string]string) map[string]string {
 			if out == nil {
 				out = map[string]string{}
 			}
-			out[k] = v
+			out[k] = capValue(v)
 		}
 	}
 	for k := range in {
@@ -79,11 +81,23 @@ func ourAnnotations(in map[string]string) map[string]string {
 	return out
 }
 
+// capValue keeps at most decision.MaxValueLen+1 bytes of a value read from
+// the pod: enough for the decision to see it is too long (and invalid),
+// never so much that a namespace of hostile pods fills the cache. The cut
+// is copied so the decoded object's full string is not kept alive by it.
+func capValue(v string) string {
+	if !decision.TooLong(v) {
+		return v
+	}
+	return strings.Clone(v[:decision.MaxValueLen+1])
+}
+
 func ourEnv(in []corev1.EnvVar) []corev1.EnvVar {
 	var out []corev1.EnvVar
 	for _, e := range in {
 		switch e.Name {
 		case decision.EnvTerminate, decision.EnvTerminateWithImage, decision.EnvIgnoreExitCode:
+			e.Value = capValue(e.Value)
 			out = append(out, e)
 		default:
 			if decision.NearMissEnv(e.Name) != "" {
@@ -101,7 +115,12 @@ func trimStatuses(in []corev1.ContainerStatus) []corev1.ContainerStatus {
 	}
 	out := make([]corev1.ContainerStatus, len(in))
 	for i, s := range in {
-		out[i] = corev1.ContainerStatus{Name: s.Name, State: s.State, RestartCount: s.RestartCount, ContainerID: s.ContainerID, Image: s.Image}
+		out[i] = corev1.ContainerStatus{Name: s.Name, State: s.State, RestartCount: s.RestartCount, ContainerID: s.ContainerID, Image: capValue(s.Image)}
+		if w := s.State.Waiting; w != nil {
+			// The kubelet's message quotes the image, which the pod's
+			// author chose; nothing reads it.
+			out[i].State.Waiting = &corev1.ContainerStateWaiting{Reason: capValue(w.Reason)}
+		}
 		if t := s.LastTerminationState.Terminated; t != nil {
 			out[i].LastTerminationState.Terminated = &corev1.ContainerStateTerminated{ExitCode: t.ExitCode, FinishedAt: t.FinishedAt}
 		}

@@ -247,13 +247,16 @@ func (r *Reconciler) input(pod *corev1.Pod, now time.Time) (decision.Input, erro
 // message) and logs the decision.
 func (r *Reconciler) report(logger klog.Logger, pod *corev1.Pod, mem *podMemory, plan decision.Plan) {
 	for _, p := range plan.Problems {
-		if mem.warned[p.Reason+"\x00"+p.Message] {
+		// Bounded here too, whoever built the message: it is the dedup key,
+		// client-go's event cache key and a log line.
+		msg := decision.BoundMessage(p.Message)
+		if mem.warned[p.Reason+"\x00"+msg] {
 			continue
 		}
-		mem.warned[p.Reason+"\x00"+p.Message] = true
-		r.events.Event(pod, corev1.EventTypeWarning, p.Reason, p.Message)
+		mem.warned[p.Reason+"\x00"+msg] = true
+		r.events.Event(pod, corev1.EventTypeWarning, p.Reason, msg)
 		r.metrics.Warnings.WithLabelValues(p.Reason).Inc()
-		logger.Info("Warning", "reason", p.Reason, "message", p.Message)
+		logger.Info("Warning", "reason", p.Reason, "message", msg)
 	}
 	for _, c := range plan.FailedKills {
 		if !mem.failed[c] {

@@ -3,6 +3,7 @@ package apiserver
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +26,11 @@ type env struct {
 	audit  string
 	bin    string
 }
+
+// binaryDefaults, among startEnv's controller args, runs the controller with
+// the binary's own defaults where the harness would otherwise set them (the
+// quick-exit allowlist).
+const binaryDefaults = "<binary defaults>"
 
 // startEnv starts etcd and kube-apiserver, installs the CRR CRD when asked,
 // applies the controller's RBAC and starts the real binary under it.
@@ -64,6 +70,10 @@ func startEnv(t *testing.T, ctx context.Context, withCRR bool, controllerArgs ..
 	}
 	e.bin = bin
 	c := &cluster.Cluster{ControlPlane: e.cp}
+	controllerArgs = slices.DeleteFunc(slices.Clone(controllerArgs), func(a string) bool {
+		c.BinaryDefaultAllowlist = c.BinaryDefaultAllowlist || a == binaryDefaults
+		return a == binaryDefaults
+	})
 	e.ctl, err = c.StartController(ctx, bin, append([]string{"-v=2"}, controllerArgs...)...)
 	if err != nil {
 		t.Fatalf("start controller: %v\n%s", err, c.Controller.LogTail(40))

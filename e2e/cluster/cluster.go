@@ -33,6 +33,9 @@ type Cluster struct {
 	Node *Node
 	// Controller is the sidecar-terminator process, once started.
 	Controller *Controller
+	// BinaryDefaultAllowlist starts the controller with the binary's own
+	// quick-exit allowlist rather than the suites' explicit one.
+	BinaryDefaultAllowlist bool
 }
 
 // Up builds what is missing and starts, in order: etcd and kube-apiserver,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/client-go/restmapper"
 
 	"github.com/sidecar-terminator/sidecar-terminator/hack/repo"
+	"github.com/sidecar-terminator/sidecar-terminator/images"
 )
 
 // The controller's identity, as its deploy manifests define it.
@@ -122,13 +124,20 @@ func (c *Cluster) StartController(ctx context.Context, bin string, extraArgs ...
 	if err != nil {
 		return nil, err
 	}
-	args := append([]string{
+	args := []string{
 		"--kubeconfig=" + kc,
 		"--leader-elect=false",
 		"--metrics-bind-address=127.0.0.1:" + itoa(ports[0]),
 		"--health-probe-bind-address=127.0.0.1:" + itoa(ports[1]),
 		"--virtual-node-selector=type=virtual-kubelet",
-	}, extraArgs...)
+	}
+	if !c.BinaryDefaultAllowlist {
+		// Said explicitly rather than left to the binary's default: the
+		// suites swap in the image they import (images.QuickExit, any tag
+		// or digest of its repository), and nothing else.
+		args = append(args, "--quick-exit-image-allowlist="+QuickExitRepository())
+	}
+	args = append(args, extraArgs...)
 	p, err := startProcess(c.RunDir, ControllerName, bin, args, []string{"POD_NAMESPACE=" + ControllerNamespace})
 	if err != nil {
 		return nil, err
@@ -177,4 +186,11 @@ func (c *Cluster) BuildAndStartController(ctx context.Context, extraArgs ...stri
 		return nil, err
 	}
 	return c.StartController(ctx, bin, extraArgs...)
+}
+
+// QuickExitRepository is the repository of the quick-exit image the suites
+// import, which the test controllers allow.
+func QuickExitRepository() string {
+	ref := images.QuickExit.Ref
+	return ref[:strings.LastIndex(ref, ":")]
 }

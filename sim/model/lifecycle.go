@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
+	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
 )
 
 const (
@@ -203,19 +203,32 @@ func (p *Pod) startDelay(c *Container) time.Duration {
 	return p.cfg.Timings.Start
 }
 
-// restarts applies the restart rules to a terminated container.
+// restarts applies the restart rules to a terminated container. Regular and
+// init containers follow the kubelet's rules at the pinned version, the very
+// function the controller decides with (decision.ContainerRestart: the
+// container's restartPolicyRules, its own restartPolicy, else the pod's); an
+// init container that exited 0 is done (kuberuntime_container.go
+// computeInitContainerActions asks ShouldContainerBeRestarted on failure
+// only). A matched RestartAllContainers rule (KEP-5532) restarts only this
+// container here: the model does not play the in-place restart of the whole
+// pod.
 func (p *Pod) restarts(c *Container) bool {
 	switch {
 	case c.respawn:
 		return true // the spec changed: restarted whatever the policy
 	case c.Kind == KindNativeSidecar:
 		return !p.regularDone()
-	case p.RestartPolicy == corev1.RestartPolicyAlways:
-		return true
-	case p.RestartPolicy == corev1.RestartPolicyOnFailure:
-		return c.ExitCode != 0
+	case c.Kind == KindInit && c.ExitCode == 0:
+		return false
 	}
-	return false
+	return decision.RestartsAfter(p.RestartPolicy, &c.rules, c.ExitCode)
+}
+
+// RunsAgain reports whether the kubelet will run the named container again:
+// it has not terminated, or its restart rules restart it.
+func (p *Pod) RunsAgain(name string) bool {
+	c := p.Container(name)
+	return c != nil && (c.State != Terminated || c.op != opNone || p.restarts(c))
 }
 
 // regularDone reports whether every regular container has terminated for

@@ -217,3 +217,45 @@ func TestFinishStopsEverything(t *testing.T) {
 		t.Errorf("side %s restarts %d gone %v; want stopped once, not restarted, the pod still there", c.State, c.RestartCount, p.Gone())
 	}
 }
+
+// The container's own restart rules (KEP-5307), as the kubelet plays them:
+// the table, in the model.
+func TestContainerRestartRules(t *testing.T) {
+	never, onFailure, always := corev1.ContainerRestartPolicyNever, corev1.ContainerRestartPolicyOnFailure, corev1.ContainerRestartPolicyAlways
+	on42 := []corev1.ContainerRestartRule{{Action: corev1.ContainerRestartRuleActionRestart,
+		ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{Operator: corev1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{42}}}}
+	cases := map[string]struct {
+		pod          corev1.RestartPolicy
+		policy       *corev1.ContainerRestartPolicy
+		rules        []corev1.ContainerRestartRule
+		codes        string
+		wantPhase    corev1.PodPhase
+		wantRestarts int32
+	}{
+		"pod Never, main OnFailure fails once":       {corev1.RestartPolicyNever, &onFailure, nil, "1,0", corev1.PodSucceeded, 1},
+		"pod Never, main rule Restart on 42":         {corev1.RestartPolicyNever, &never, on42, "42,42,0", corev1.PodSucceeded, 2},
+		"pod Never, main rule Restart on 42, exit 3": {corev1.RestartPolicyNever, &never, on42, "42,3", corev1.PodFailed, 1},
+		"pod OnFailure, main Never exits 1":          {corev1.RestartPolicyOnFailure, &never, nil, "1,0", corev1.PodFailed, 0},
+		"pod OnFailure, main Always exits 0":         {corev1.RestartPolicyOnFailure, &always, nil, "0", corev1.PodRunning, 2},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			main := ctr("main", "main", "--seconds", "2")
+			main.RestartPolicy, main.RestartPolicyRules = tc.policy, tc.rules
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p",
+				Annotations: map[string]string{AnnotationExitCodesPrefix + "main": tc.codes}},
+				Spec: corev1.PodSpec{RestartPolicy: tc.pod, Containers: []corev1.Container{main}}}
+			p, err := NewPod(pod, cfg())
+			if err != nil {
+				t.Fatal(err)
+			}
+			runUntil(p, time.Minute)
+			if c := p.Container("main"); p.Phase != tc.wantPhase || c.RestartCount != tc.wantRestarts {
+				t.Errorf("phase %s, restarts %d; want %s after %d restarts", p.Phase, c.RestartCount, tc.wantPhase, tc.wantRestarts)
+			}
+			if p.Terminal() == p.RunsAgain("main") {
+				t.Errorf("terminal %v but RunsAgain %v", p.Terminal(), p.RunsAgain("main"))
+			}
+		})
+	}
+}

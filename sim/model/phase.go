@@ -2,6 +2,8 @@ package model
 
 import (
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -42,10 +44,13 @@ func (c *Container) status() corev1.ContainerStatus {
 }
 
 // phase is the kubelet's getPhase over the model's containers, with the pod
-// terminal once no container will run again.
+// terminal once no container will run again. As in k8s.io/kubernetes@v1.35.4
+// pkg/kubelet/kubelet_pods.go getPhase with ContainerRestartRules on, a
+// stopped container counts as restarting by its restart rules alone: a
+// container restarted for a spec change is not (the phase may settle first).
 func (p *Pod) phase() corev1.PodPhase {
 	pendingInit, failedInit, pendingNative := p.initCounts()
-	var running, waiting, stopped, succeeded int
+	var running, waiting, stopped, succeeded, restartable int
 	for _, c := range p.Init {
 		if c.Kind == KindNativeSidecar && c.State == Running {
 			running++
@@ -60,13 +65,19 @@ func (p *Pod) phase() corev1.PodPhase {
 			if c.ExitCode == 0 {
 				succeeded++
 			}
+			if p.ruleRestarts(c, c.ExitCode) {
+				restartable++
+			}
 		case c.Last != nil:
 			stopped++
+			if p.ruleRestarts(c, c.Last.ExitCode) {
+				restartable++
+			}
 		default:
 			waiting++
 		}
 	}
-	if failedInit > 0 && p.RestartPolicy == corev1.RestartPolicyNever {
+	if failedInit > 0 {
 		return corev1.PodFailed
 	}
 	switch {
@@ -80,20 +91,19 @@ func (p *Pod) phase() corev1.PodPhase {
 			return corev1.PodSucceeded
 		case p.terminal():
 			return corev1.PodFailed
-		case p.RestartPolicy == corev1.RestartPolicyAlways:
-			return corev1.PodRunning // every container is restarting
+		case restartable > 0:
+			return corev1.PodRunning // a container is restarting
 		case stopped == succeeded:
 			return corev1.PodSucceeded
-		case p.RestartPolicy == corev1.RestartPolicyNever:
-			return corev1.PodFailed
 		}
-		return corev1.PodRunning // OnFailure: a failed container is restarting
+		return corev1.PodFailed
 	}
 	return corev1.PodPending
 }
 
 // initCounts counts, as getPhase does, init containers still to complete,
-// init containers that failed, and native sidecars not started yet.
+// init containers that failed and will not be restarted, and native sidecars
+// not started yet.
 func (p *Pod) initCounts() (pendingInit, failedInit, pendingNative int) {
 	for _, c := range p.Init {
 		switch {
@@ -104,11 +114,11 @@ func (p *Pod) initCounts() (pendingInit, failedInit, pendingNative int) {
 		case c.State == Running:
 			pendingInit++
 		case c.State == Terminated:
-			if c.ExitCode != 0 {
+			if c.ExitCode != 0 && !p.ruleRestarts(c, c.ExitCode) {
 				failedInit++
 			}
 		case c.Last != nil:
-			if c.Last.ExitCode != 0 {
+			if c.Last.ExitCode != 0 && !p.ruleRestarts(c, c.Last.ExitCode) {
 				failedInit++
 			}
 		default:
@@ -129,4 +139,10 @@ func (p *Pod) terminal() bool {
 		}
 	}
 	return true
+}
+
+// ruleRestarts is the kubelet's restart rules for the container's exit,
+// without the model's own reasons to restart (a spec change).
+func (p *Pod) ruleRestarts(c *Container, exitCode int32) bool {
+	return decision.RestartsAfter(p.RestartPolicy, &c.rules, exitCode)
 }

@@ -108,6 +108,8 @@ type Container struct {
 	// pullFailed stops retries of an image that cannot be pulled until the
 	// spec names another.
 	pullFailed bool
+	// rules: the container's own restartPolicy and restartPolicyRules.
+	rules corev1.Container
 }
 
 // Exit is how an earlier container instance ended.
@@ -157,7 +159,8 @@ func newContainer(pod *corev1.Pod, c corev1.Container, kind Kind) (*Container, e
 	if err != nil {
 		return nil, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
-	return &Container{Name: c.Name, Kind: kind, Image: c.Image, Behaviour: b, Reason: "PodInitializing"}, nil
+	return &Container{Name: c.Name, Kind: kind, Image: c.Image, Behaviour: b, Reason: "PodInitializing",
+		rules: corev1.Container{RestartPolicy: c.RestartPolicy, RestartPolicyRules: c.RestartPolicyRules}}, nil
 }
 
 // Container returns the named container, regular or init.

@@ -136,6 +136,8 @@ func TestRestartRules(t *testing.T) {
 		policy       corev1.RestartPolicy
 		mainArgs     []string
 		exitScript   string // the main's successive exit codes
+		mainPolicy   corev1.ContainerRestartPolicy
+		mainRules    []corev1.ContainerRestartRule // with mainPolicy
 		sidecarImage string
 		swapAt       time.Duration // 0: no image swap
 		until        time.Duration
@@ -169,6 +171,19 @@ func TestRestartRules(t *testing.T) {
 		"a sidecar that never pulled starts with the swapped image and exits 0": {
 			policy: corev1.RestartPolicyNever, mainArgs: main("2", "0"), sidecarImage: unpullable,
 			swapAt: 5 * time.Second, until: 15 * time.Second, want: "Succeeded main=T:0/0 sidecar=T:0/0"},
+		// The container's own restart rules (KEP-5307), through the same
+		// function the controller decides with (sim/model → decision).
+		"pod Never, main restartPolicy OnFailure fails once: restarted, then done": {
+			policy: corev1.RestartPolicyNever, mainPolicy: corev1.ContainerRestartPolicyOnFailure, mainArgs: main("1", "0"), exitScript: "1,0",
+			sidecarImage: DefaultWorkloadImage, until: 20 * time.Second, want: "Running main=T:0/1 sidecar=R/0"},
+		"pod Never, main rule Restart on 42 exits 42 once: restarted, then done": {
+			policy: corev1.RestartPolicyNever, mainPolicy: corev1.ContainerRestartPolicyNever, mainRules: []corev1.ContainerRestartRule{{
+				Action:    corev1.ContainerRestartRuleActionRestart,
+				ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{Operator: corev1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{42}}}},
+			mainArgs: main("1", "0"), exitScript: "42,0", sidecarImage: DefaultWorkloadImage, until: 20 * time.Second, want: "Running main=T:0/1 sidecar=R/0"},
+		"pod OnFailure, main restartPolicy Never exits 1: not restarted; the swap fails the pod": {
+			policy: corev1.RestartPolicyOnFailure, mainPolicy: corev1.ContainerRestartPolicyNever, mainArgs: main("2", "1"),
+			sidecarImage: DefaultWorkloadImage, swapAt: 5 * time.Second, until: 15 * time.Second, want: "Failed main=T:1/0 sidecar=T:0/0"},
 		"the quick-exit image exits 0 at once, whatever its argv": {
 			policy: corev1.RestartPolicyNever, mainArgs: main("2", "0"), sidecarImage: quick,
 			until: 15 * time.Second, want: "Succeeded main=T:0/0 sidecar=T:0/0"},
@@ -179,6 +194,10 @@ func TestRestartRules(t *testing.T) {
 			pod := jobPod(tc.policy, tc.mainArgs, tc.sidecarImage, sidecar)
 			if tc.exitScript != "" {
 				pod.Annotations = map[string]string{model.AnnotationExitCodesPrefix + "main": tc.exitScript}
+			}
+			if tc.mainPolicy != "" {
+				pod.Spec.Containers[0].RestartPolicy = &tc.mainPolicy
+				pod.Spec.Containers[0].RestartPolicyRules = tc.mainRules
 			}
 			if err := n.p.CreatePod(context.Background(), pod); err != nil {
 				t.Fatal(err)

@@ -1,0 +1,66 @@
+package decision_test
+
+import (
+	"strings"
+	"testing"
+
+	. "github.com/sidecar-terminator/sidecar-terminator/controller/decision"
+	"github.com/sidecar-terminator/sidecar-terminator/controller/podtest"
+)
+
+// TestOverlongValuesAreInvalidAndQuotedOnlyInPart: a megabyte in any value
+// the controller reads from a pod makes that value unusable, with a Warning
+// whose message stays bounded and quotes only the value's start.
+func TestOverlongValuesAreInvalidAndQuotedOnlyInPart(t *testing.T) {
+	huge := DefaultQuickExitRepository + ":" + strings.Repeat("a", 1<<20)
+	cases := map[string]struct {
+		pod    *podtest.Builder
+		reason string
+	}{
+		"image env": {pod: podtest.Pod("p").Container("main", exited(0)).
+			Container("log", podtest.Env(EnvTerminateWithImage, huge)), reason: ReasonInvalidQuickExitImage},
+		"terminate env": {pod: podtest.Pod("p").Container("main", exited(0)).
+			Container("log", podtest.Env(EnvTerminate, huge)), reason: ReasonInvalidSidecarEnv},
+		"quick-exit annotation": {pod: podtest.Pod("p").Annotate(AnnotationSidecars, "log").
+			Annotate(AnnotationQuickExitImage, huge).Container("main", exited(0)).Container("log"), reason: ReasonInvalidQuickExitImage},
+		"sidecars annotation": {pod: podtest.Pod("p").Annotate(AnnotationSidecars, "log,"+huge).
+			Container("main", exited(0)).Container("log"), reason: ReasonUnknownSidecarName},
+		"own image of the sidecar": {pod: podtest.Pod("p").Container("main", exited(0)).
+			Container("log", markImage, podtest.Image(huge)), reason: ReasonInvalidQuickExitImage},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ctrs, problems := Classify(tc.pod.Build(), DefaultPolicy())
+			var found bool
+			for _, p := range problems {
+				if len(p.Message) > MaxMessageLen {
+					t.Errorf("%s message is %d bytes, over %d", p.Reason, len(p.Message), MaxMessageLen)
+				}
+				if strings.Contains(p.Message, strings.Repeat("a", QuotedPrefixLen+1)) {
+					t.Errorf("%s message quotes more than a prefix: %.200s", p.Reason, p.Message)
+				}
+				found = found || p.Reason == tc.reason
+			}
+			if !found {
+				t.Errorf("no %s among %+v", tc.reason, problems)
+			}
+			for _, c := range ctrs {
+				if c.QuickExitImage != "" {
+					t.Errorf("container %s may be swapped to an over-long image", c.Name)
+				}
+			}
+		})
+	}
+}
+
+func TestBoundMessageAndQuote(t *testing.T) {
+	if m := BoundMessage(strings.Repeat("é", MaxMessageLen)); len(m) > MaxMessageLen || !strings.HasSuffix(m, "(cut)") {
+		t.Errorf("BoundMessage: %d bytes, %q", len(m), m[len(m)-20:])
+	}
+	if q := Quote(strings.Repeat("é", 100)); len(q) > QuotedPrefixLen+8 || !strings.HasSuffix(q, `"...`) {
+		t.Errorf("Quote: %q", q)
+	}
+	if q := Quote("short"); q != `"short"` {
+		t.Errorf("Quote(short) = %s", q)
+	}
+}
