@@ -504,7 +504,8 @@ func TestExplainNamesEveryContainerAndTheDecision(t *testing.T) {
 
 // TestDecideRestartRules: the kubelet's container restart rules (KEP-5307,
 // KEP-5532) decide when a main is done and whether a kill can stop a sidecar.
-// The first five rows are the table of what the kubelet does in issue 14.
+// The first five rows are the table of what the kubelet does with a
+// container's own policy and rules where the pod's policy alone misleads.
 func TestDecideRestartRules(t *testing.T) {
 	never, onFailure, always := corev1.ContainerRestartPolicyNever, corev1.ContainerRestartPolicyOnFailure, corev1.ContainerRestartPolicyAlways
 	restartAll := podtest.Rule(corev1.ContainerRestartRuleActionRestartAllContainers, corev1.ContainerRestartRuleOnExitCodesOpIn, 42)
@@ -649,5 +650,29 @@ func TestDecideRestartRules(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestExplainShowsEachMainsRestartRule(t *testing.T) {
+	pod := podtest.Pod("p").Container("a", exited(0)).
+		Container("b", podtest.Policy(corev1.ContainerRestartPolicyNever), podtest.RestartOn(42), exited(42)).
+		Container("c").Container("log", markCRR).Build()
+	plan := Decide(Input{Pod: pod, Node: normal, CRRAPI: true, Now: now, Policy: DefaultPolicy()})
+	var sb strings.Builder
+	if err := plan.Explain(&sb); err != nil {
+		t.Fatal(err)
+	}
+	out := sb.String()
+	for _, want := range []string{
+		`main "a" follows pod restartPolicy Never: exited 0, and pod restartPolicy Never does not run it again: done`,
+		`main "b" follows container restartPolicy Never; rule 1: Restart on exit codes In [42]: exited 42, and rule 1 (Restart on exit codes In [42]) runs it again: not done`,
+		`main "c" follows pod restartPolicy Never: running, not done`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("explain output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, `main "log"`) {
+		t.Errorf("explain gives the sidecar a main's restart line:\n%s", out)
 	}
 }

@@ -40,7 +40,13 @@ func (p Plan) Explain(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "\nDecision: %s\nReason:   %s\n", p.Verdict, p.Reason)
+	fmt.Fprintln(w)
+	for _, c := range p.Containers {
+		if c.Role == RoleMain {
+			fmt.Fprintf(w, "Restart:  main %q follows %s: %s\n", c.Name, c.RestartRules, mainDone(c))
+		}
+	}
+	fmt.Fprintf(w, "Decision: %s\nReason:   %s\n", p.Verdict, p.Reason)
 	for _, a := range p.Actions {
 		fmt.Fprintf(w, "Action:   %s\n", describeActions([]Action{a}))
 	}
@@ -57,4 +63,15 @@ func (p Plan) Explain(w io.Writer) error {
 	}
 	_, err := fmt.Fprintln(w)
 	return err
+}
+
+// mainDone says whether a main is done and why, by the kubelet's restart rules.
+func mainDone(c Container) string {
+	switch {
+	case c.State != StateTerminated:
+		return fmt.Sprintf("%s, not done", c.State)
+	case c.AfterExit.Again:
+		return fmt.Sprintf("exited %d, and %s runs it again: not done", c.ExitCode, c.AfterExit.Rule)
+	}
+	return fmt.Sprintf("exited %d, and %s does not run it again: done", c.ExitCode, c.AfterExit.Rule)
 }
