@@ -36,6 +36,10 @@ type Container struct {
 	// of the container's successive runs, e.g. "1,1,0" (sim/model's
 	// annotation); "" is the one code of its argv.
 	ExitCodeScript string
+	// Policy and Rules: the container's own restartPolicy and
+	// restartPolicyRules (KEP-5307); "" leaves the pod's policy.
+	Policy corev1.ContainerRestartPolicy
+	Rules  []corev1.ContainerRestartRule
 }
 
 // Main runs for seconds and exits with code.
@@ -79,7 +83,34 @@ func (c Container) build() corev1.Container {
 	for _, k := range sortedKeys(c.Env) {
 		out.Env = append(out.Env, corev1.EnvVar{Name: k, Value: c.Env[k]})
 	}
+	if c.Policy != "" {
+		p := c.Policy
+		out.RestartPolicy, out.RestartPolicyRules = &p, c.Rules
+	}
+	if c.CountFile != "" {
+		out.VolumeMounts = []corev1.VolumeMount{{Name: runsVolume, MountPath: runsDir}}
+	}
 	return out
+}
+
+// A main whose successive runs exit with different codes counts its runs in
+// a file on this emptyDir, which outlives the container's restarts.
+const (
+	runsVolume = "runs"
+	runsDir    = "/runs"
+)
+
+// Runs makes a main's successive runs exit with codes, the last repeating,
+// on a real node (the workload counts its runs) and on the mock node alike.
+func (c Container) Runs(codes ...int) Container {
+	c.ExitCodes, c.CountFile = codes, runsDir+"/"+c.Name
+	return c
+}
+
+// WithPolicy gives the container its own restartPolicy and rules.
+func (c Container) WithPolicy(p corev1.ContainerRestartPolicy, rules ...corev1.ContainerRestartRule) Container {
+	c.Policy, c.Rules = p, rules
+	return c
 }
 
 // JobSpec describes a Job whose pod runs workload containers.
@@ -118,6 +149,9 @@ func (s JobSpec) Build() *batchv1.Job {
 	pod := corev1.PodSpec{RestartPolicy: rp, TerminationGracePeriodSeconds: &grace}
 	var annotations map[string]string
 	for _, c := range s.Containers {
+		if c.CountFile != "" && len(pod.Volumes) == 0 {
+			pod.Volumes = []corev1.Volume{{Name: runsVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+		}
 		pod.Containers = append(pod.Containers, c.build())
 		if c.ExitCodeScript != "" {
 			if annotations == nil {

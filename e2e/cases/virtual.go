@@ -74,7 +74,7 @@ func VirtualNodeFeatures(env VirtualNodeEnv) []features.Feature {
 	withImage := Sidecar(VirtualSidecar, "exit:0", false).With(EnvWhenJobExitWithImage, images.QuickExit.Ref)
 	unpulled := withImage
 	unpulled.Image = UnpullableImage
-	return []features.Feature{
+	return append([]features.Feature{
 		env.swapFeature(VirtualJob("never-with-image", never, Main(VirtualMain, 2, 0), withImage), batchv1.JobComplete),
 		env.swapFeature(VirtualJob("onfailure-with-image", onFailure, Main(VirtualMain, 2, 0), withImage), batchv1.JobComplete),
 		// On a virtual node the CRR path does not exist, so a sidecar marked
@@ -87,7 +87,7 @@ func VirtualNodeFeatures(env VirtualNodeEnv) []features.Feature {
 		env.onFailureMainRestartsBeforeSwap(withImage),
 		env.plainEnvWarns(),
 		env.ignoreExitCodeSettles(),
-	}
+	}, env.restartRuleFeatures(withImage)...)
 }
 
 // VirtualJob is a Job of one main and one sidecar for the virtual nodes

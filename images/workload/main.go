@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -26,8 +28,12 @@ func main() {
 	if b.Mode == spec.Main {
 		select {
 		case <-time.After(b.Duration):
-			logf("main done after %s, exit %d", b.Duration, b.ExitCode)
-			os.Exit(b.ExitCode)
+			code := b.ExitCode
+			if b.CountFile != "" {
+				code = countedExit(b)
+			}
+			logf("main done after %s, exit %d", b.Duration, code)
+			os.Exit(code)
 		case s := <-sigs:
 			// Killed before finishing: report it like a shell would.
 			logf("main got %s before finishing, exit 143", s)
@@ -46,4 +52,23 @@ func main() {
 
 func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stdout, "%s workload: %s\n", time.Now().UTC().Format(time.RFC3339Nano), fmt.Sprintf(format, args...))
+}
+
+// countedExit returns the exit code of this run: the file counts the runs
+// before it (an emptyDir outlives the container's restarts), the last code
+// repeats. A file that cannot be written is a failed run (exit 2), never a
+// silent success.
+func countedExit(b spec.Behaviour) int {
+	n := 0
+	if data, err := os.ReadFile(b.CountFile); err == nil {
+		n, _ = strconv.Atoi(strings.TrimSpace(string(data)))
+	}
+	if err := os.WriteFile(b.CountFile, []byte(strconv.Itoa(n+1)), 0o644); err != nil {
+		logf("write run count %s: %v", b.CountFile, err)
+		return 2
+	}
+	if n >= len(b.ExitCodes) {
+		n = len(b.ExitCodes) - 1
+	}
+	return b.ExitCodes[n]
 }

@@ -57,6 +57,13 @@ func ParseBehaviour(pod *corev1.Pod, c corev1.Container) (Behaviour, error) {
 	}
 	out.SIGTERMExitCode = exitOnSIGTERMOfMain
 	codes := []int32{int32(b.ExitCode)}
+	if len(b.ExitCodes) > 0 {
+		// Run-counted codes (the workload's --exit-codes): the same sequence.
+		codes = codes[:0]
+		for _, c := range b.ExitCodes {
+			codes = append(codes, int32(c))
+		}
+	}
 	if raw, ok := pod.Annotations[AnnotationExitCodesPrefix+c.Name]; ok {
 		if codes, err = parseCodes(raw); err != nil {
 			return Behaviour{}, fmt.Errorf("container %q annotation %s: %w", c.Name, AnnotationExitCodesPrefix+c.Name, err)

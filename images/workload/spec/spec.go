@@ -2,11 +2,13 @@
 // so that anything playing the container without running it (the
 // virtual-kubelet mock node, the simulator) reads the same grammar:
 //
-//	workload main    [--seconds S] [--exit-code C]
+//	workload main    [--seconds S] [--exit-code C] [--exit-codes C1,C2,... --count-file F]
 //	workload sidecar [--on-sigterm exit:C|ignore]
 //
 // main runs S seconds (default 3, fractions allowed) then exits with code C
-// (default 0). sidecar runs until SIGTERM, then exits with code C (default
+// (default 0). With --exit-codes, its n-th run (counted in file F, which must
+// outlive the container: an emptyDir) exits with the n-th code, the last one
+// repeating: a main that fails once, then succeeds, across kubelet restarts. sidecar runs until SIGTERM, then exits with code C (default
 // exit:0), or with ignore keeps running until SIGKILL. Flags take their
 // value as the next argument or after "="; unknown flags are errors.
 package spec
@@ -30,6 +32,9 @@ type Behaviour struct {
 	// Main mode: run for Duration, then exit with ExitCode.
 	Duration time.Duration
 	ExitCode int
+	// ExitCodes of successive runs, counted in CountFile; empty: ExitCode.
+	ExitCodes []int
+	CountFile string
 	// Sidecar mode: on SIGTERM exit with SIGTERMExitCode, unless
 	// IgnoreSIGTERM.
 	SIGTERMExitCode int
@@ -67,6 +72,9 @@ func Parse(args []string) (Behaviour, error) {
 			return Behaviour{}, err
 		}
 	}
+	if (len(b.ExitCodes) > 0) != (b.CountFile != "") {
+		return Behaviour{}, fmt.Errorf("--exit-codes and --count-file go together")
+	}
 	return b, nil
 }
 
@@ -84,6 +92,20 @@ func (b *Behaviour) set(name, val string) error {
 			return fmt.Errorf("--exit-code: %w", err)
 		}
 		b.ExitCode = c
+	case b.Mode == Main && name == "--exit-codes":
+		b.ExitCodes = nil
+		for _, f := range strings.Split(val, ",") {
+			c, err := exitCode(f)
+			if err != nil {
+				return fmt.Errorf("--exit-codes: %w", err)
+			}
+			b.ExitCodes = append(b.ExitCodes, c)
+		}
+	case b.Mode == Main && name == "--count-file":
+		if val == "" {
+			return fmt.Errorf("--count-file: want a path")
+		}
+		b.CountFile = val
 	case b.Mode == Sidecar && name == "--on-sigterm":
 		if val == "ignore" {
 			b.IgnoreSIGTERM = true
@@ -116,7 +138,15 @@ func exitCode(s string) (int, error) {
 // generators build pod specs from values rather than strings.
 func (b Behaviour) Args() []string {
 	if b.Mode == Main {
-		return []string{Main, "--seconds", strconv.FormatFloat(b.Duration.Seconds(), 'f', -1, 64), "--exit-code", strconv.Itoa(b.ExitCode)}
+		args := []string{Main, "--seconds", strconv.FormatFloat(b.Duration.Seconds(), 'f', -1, 64), "--exit-code", strconv.Itoa(b.ExitCode)}
+		if len(b.ExitCodes) > 0 {
+			codes := make([]string, len(b.ExitCodes))
+			for i, c := range b.ExitCodes {
+				codes[i] = strconv.Itoa(c)
+			}
+			args = append(args, "--exit-codes", strings.Join(codes, ","), "--count-file", b.CountFile)
+		}
+		return args
 	}
 	if b.IgnoreSIGTERM {
 		return []string{Sidecar, "--on-sigterm", "ignore"}

@@ -12,18 +12,21 @@ func TestParse(t *testing.T) {
 		want    Behaviour
 		wantErr bool
 	}{
-		"main defaults":          {args: []string{"main"}, want: Behaviour{Mode: Main, Duration: 3 * time.Second}},
-		"main flags":             {args: []string{"main", "--seconds", "0.5", "--exit-code=7"}, want: Behaviour{Mode: Main, Duration: 500 * time.Millisecond, ExitCode: 7}},
-		"program name skipped":   {args: []string{"/workload", "main", "--seconds", "1"}, want: Behaviour{Mode: Main, Duration: time.Second}},
-		"sidecar default":        {args: []string{"sidecar"}, want: Behaviour{Mode: Sidecar}},
-		"sidecar exit code":      {args: []string{"sidecar", "--on-sigterm", "exit:1"}, want: Behaviour{Mode: Sidecar, SIGTERMExitCode: 1}},
-		"sidecar ignore":         {args: []string{"sidecar", "--on-sigterm=ignore"}, want: Behaviour{Mode: Sidecar, IgnoreSIGTERM: true}},
-		"no mode":                {args: nil, wantErr: true},
-		"bad mode":               {args: []string{"idle"}, wantErr: true},
-		"flag of the other mode": {args: []string{"sidecar", "--seconds", "1"}, wantErr: true},
-		"missing value":          {args: []string{"main", "--seconds"}, wantErr: true},
-		"exit code too big":      {args: []string{"main", "--exit-code", "256"}, wantErr: true},
-		"bad on-sigterm":         {args: []string{"sidecar", "--on-sigterm", "die"}, wantErr: true},
+		"main defaults":        {args: []string{"main"}, want: Behaviour{Mode: Main, Duration: 3 * time.Second}},
+		"main flags":           {args: []string{"main", "--seconds", "0.5", "--exit-code=7"}, want: Behaviour{Mode: Main, Duration: 500 * time.Millisecond, ExitCode: 7}},
+		"program name skipped": {args: []string{"/workload", "main", "--seconds", "1"}, want: Behaviour{Mode: Main, Duration: time.Second}},
+		"sidecar default":      {args: []string{"sidecar"}, want: Behaviour{Mode: Sidecar}},
+		"sidecar exit code":    {args: []string{"sidecar", "--on-sigterm", "exit:1"}, want: Behaviour{Mode: Sidecar, SIGTERMExitCode: 1}},
+		"sidecar ignore":       {args: []string{"sidecar", "--on-sigterm=ignore"}, want: Behaviour{Mode: Sidecar, IgnoreSIGTERM: true}},
+		"run-counted exit codes": {args: []string{"main", "--exit-codes", "42,0", "--count-file", "/runs/main"},
+			want: Behaviour{Mode: Main, Duration: 3 * time.Second, ExitCodes: []int{42, 0}, CountFile: "/runs/main"}},
+		"exit codes without a count file": {args: []string{"main", "--exit-codes", "42,0"}, wantErr: true},
+		"no mode":                         {args: nil, wantErr: true},
+		"bad mode":                        {args: []string{"idle"}, wantErr: true},
+		"flag of the other mode":          {args: []string{"sidecar", "--seconds", "1"}, wantErr: true},
+		"missing value":                   {args: []string{"main", "--seconds"}, wantErr: true},
+		"exit code too big":               {args: []string{"main", "--exit-code", "256"}, wantErr: true},
+		"bad on-sigterm":                  {args: []string{"sidecar", "--on-sigterm", "die"}, wantErr: true},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
