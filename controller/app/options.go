@@ -70,7 +70,10 @@ func DefaultOptions() *Options {
 		QPS: ClientLimitOff, Burst: ClientLimitOff,
 		LeaderElect: true, LeaderElectName: "sidecar-terminator",
 		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
-		MetricsBindAddress: ":8080", HealthProbeBindAddress: ":8081",
+		// Metrics (and pprof with --profiling) only on loopback unless told:
+		// they are unauthenticated. The chart binds them to the pod's
+		// address for its Service, behind a NetworkPolicy.
+		MetricsBindAddress: "127.0.0.1:8080", HealthProbeBindAddress: ":8081",
 		Workers:             DefaultWorkers,
 		QuickExitAllowlist:  p.AllowedQuickExitImages,
 		VirtualNodeSelector: "type=virtual-kubelet",
@@ -91,7 +94,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", o.LeaseDuration, "Lease duration.")
 	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", o.RenewDeadline, "Lease renew deadline.")
 	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", o.RetryPeriod, "Lease retry period.")
-	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address of the Prometheus /metrics endpoint; 0 disables it.")
+	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address of the Prometheus /metrics endpoint, and of pprof when profiling is on; unauthenticated, so on loopback unless set; 0 disables it.")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "Address of /healthz and /readyz; 0 disables them.")
 	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "Serve Go's pprof profiles under /debug/pprof/ on the metrics address, for go tool pprof.")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "Pods synced in parallel.")

@@ -186,9 +186,14 @@ func TestDecide(t *testing.T) {
 			want: want{verdict: VerdictAct, actions: []Action{swapOf(1, "log", img("log"))}},
 		},
 		"a Job pod's generated name is not read live before its CRR": {
-			pod: podtest.Pod("p").GeneratedName("report-", "x7k2p").Container("main", exited(0)).Container("log", markCRR).Build(),
+			pod: podtest.Pod("p").GeneratedName("report-", "x7k2p").OwnedByJob("report").Container("main", exited(0)).Container("log", markCRR).Build(),
 			want: want{verdict: VerdictAct, actions: []Action{{Kind: ActionCreateCRR, Containers: []string{"log"}, Attempt: 1,
 				CRRName: CRRName(podtest.Pod("p").GeneratedName("report-", "x7k2p").Build(), 1), ReadPodFirst: false}}},
+		},
+		"a generated name with no Job owning the pod is read live before its CRR": {
+			pod: podtest.Pod("p").GeneratedName("report-", "x7k2p").Container("main", exited(0)).Container("log", markCRR).Build(),
+			want: want{verdict: VerdictAct, actions: []Action{{Kind: ActionCreateCRR, Containers: []string{"log"}, Attempt: 1,
+				CRRName: CRRName(podtest.Pod("p").GeneratedName("report-", "x7k2p").Build(), 1), ReadPodFirst: true}}},
 		},
 		"a chosen name that only looks generated is read live before its CRR": {
 			pod:  podtest.Pod("report-x7k2p").Container("main", exited(0)).Container("log", markCRR).Build(),

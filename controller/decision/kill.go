@@ -166,7 +166,7 @@ func (p *Plan) planCRR(in Input, latest *CRR, inFlight bool, deadline time.Time,
 		}
 	}
 	p.Actions = append(p.Actions, Action{Kind: ActionCreateCRR, Containers: names(cs),
-		CRRName: StageCRRName(in.Pod, in.stage, attempt), Attempt: attempt, Stage: in.stage, ReadPodFirst: !NameGenerated(in.Pod)})
+		CRRName: StageCRRName(in.Pod, in.stage, attempt), Attempt: attempt, Stage: in.stage, ReadPodFirst: !JobOwned(in.Pod)})
 	return waiting, noPath
 }
 

@@ -15,6 +15,23 @@ const (
 	generatedAlphabet  = "bcdfghjklmnpqrstvwxz2456789"
 )
 
+// JobOwned reports whether the pod is a Job's: its controller is a Job and
+// the API server generated its name. Such a pod's name is never taken by a
+// later pod, so it need not be read live before its CRR. The name alone is
+// not enough: a bare pod created with generateName by hand, or a chosen name
+// that looks generated, is read first.
+func JobOwned(pod *corev1.Pod) bool {
+	if !NameGenerated(pod) {
+		return false
+	}
+	for _, r := range pod.OwnerReferences {
+		if r.Controller != nil && *r.Controller && r.Kind == "Job" && r.APIVersion == "batch/v1" {
+			return true
+		}
+	}
+	return false
+}
+
 // NameGenerated reports whether the API server chose the pod's name from its
 // metadata.generateName, as it does for every pod of a Job. No later pod
 // takes such a name, whereas a chosen name is taken again whenever its owner

@@ -260,13 +260,16 @@ func flagValue(t *testing.T, dep *appsv1.Deployment, name string) string {
 }
 
 // With default values the chart runs the binary with its own defaults, plus
-// leader election scoped to the release.
+// leader election scoped to the release, and metrics on the pod's address
+// for its Service (the binary alone keeps them on loopback; the chart's
+// NetworkPolicy guards the port).
 func TestDefaultValuesMatchTheBinaryDefaults(t *testing.T) {
 	dep := typed[appsv1.Deployment](t, only(t, render(t), "Deployment"))
 	got, _ := controllerFlags(t, dep)
 	want := app.DefaultOptions()
 	want.LeaderElectNamespace = "st-test"
 	want.LeaderElectName = ReleaseName
+	want.MetricsBindAddress = ":8080"
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("options from the chart\n %+v\nbinary defaults\n %+v", *got, *want)
 	}
@@ -418,5 +421,59 @@ func TestAllowlistFailsClosed(t *testing.T) {
 				t.Errorf("policy allowlist %q, want %q", cfg.Policy.AllowedQuickExitImages, tc.want)
 			}
 		})
+	}
+}
+
+// TestAdmissionPolicyWhereServed: the ServiceAccount's policy and binding
+// are rendered where the API server serves ValidatingAdmissionPolicy, name
+// the chart's own ServiceAccount and allowlist, and can be turned off.
+func TestAdmissionPolicyWhereServed(t *testing.T) {
+	const vap = "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy"
+	kinds := func(args ...string) map[string]string {
+		out := map[string]string{}
+		for _, o := range render(t, args...) {
+			if strings.HasPrefix(o.GetKind(), "ValidatingAdmissionPolicy") {
+				b, _ := o.MarshalJSON()
+				out[o.GetKind()] = string(b)
+			}
+		}
+		return out
+	}
+	if got := kinds(); len(got) != 0 {
+		t.Errorf("rendered without the API served: %v", got)
+	}
+	got := kinds("--api-versions", vap, "--set", "quickExitImageAllowlist={registry.example/qe}")
+	if len(got) != 2 {
+		t.Fatalf("rendered %d policy objects, want 2", len(got))
+	}
+	for _, want := range []string{"system:serviceaccount:st-test:", "registry.example/qe", "kube-system", "SidecarTerminated"} {
+		if !strings.Contains(got["ValidatingAdmissionPolicy"], want) {
+			t.Errorf("policy lacks %q", want)
+		}
+	}
+	if got := kinds("--api-versions", vap, "--set", "admissionPolicy.enabled=false"); len(got) != 0 {
+		t.Errorf("rendered when disabled")
+	}
+}
+
+// TestMetricsOnlyFromListedPeers: the chart binds /metrics to the pod's
+// address for its Service, so its NetworkPolicy lets only the listed peers
+// reach that port; the binary alone binds it to loopback.
+func TestMetricsOnlyFromListedPeers(t *testing.T) {
+	np := only(t, render(t), "NetworkPolicy")
+	rules, _, _ := unstructuredSlice(np.Object, "spec", "ingress")
+	var metricsRule map[string]any
+	for _, r := range rules {
+		for _, p := range r.(map[string]any)["ports"].([]any) {
+			if p.(map[string]any)["port"] == "metrics" {
+				metricsRule = r.(map[string]any)
+			}
+		}
+	}
+	if metricsRule == nil || len(metricsRule["from"].([]any)) == 0 {
+		t.Errorf("the metrics port is open to every peer: %v", rules)
+	}
+	if got := app.DefaultOptions().MetricsBindAddress; !strings.HasPrefix(got, "127.0.0.1:") {
+		t.Errorf("the binary's default metrics address is %q, want loopback", got)
 	}
 }

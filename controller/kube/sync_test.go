@@ -357,7 +357,8 @@ func TestCRRReadsThePodFirstOnlyWhenItsNameCanBeTakenAgain(t *testing.T) {
 		pod       *corev1.Pod
 		wantReads int
 	}{
-		{jobPod("x", podtest.Env(decision.EnvTerminate, "true")).GeneratedName("report-", "x7k2p").Build(), 0},
+		{jobPod("x", podtest.Env(decision.EnvTerminate, "true")).GeneratedName("report-", "x7k2p").OwnedByJob("report").Build(), 0},
+		{jobPod("x", podtest.Env(decision.EnvTerminate, "true")).GeneratedName("bare-", "x7k2p").Build(), 1},
 		{jobPod("report", podtest.Env(decision.EnvTerminate, "true")).Build(), 1},
 	} {
 		f := newFixture(t, []*corev1.Pod{tc.pod}, normalNode)

@@ -24,7 +24,7 @@ func TrimPod(obj any) (any, error) {
 		ObjectMeta: metav1.ObjectMeta{
 			Name: pod.Name, GenerateName: pod.GenerateName, Namespace: pod.Namespace, UID: pod.UID,
 			ResourceVersion: pod.ResourceVersion, DeletionTimestamp: pod.DeletionTimestamp,
-			Annotations: ourAnnotations(pod.Annotations),
+			Annotations: ourAnnotations(pod.Annotations), OwnerReferences: jobOwner(pod.OwnerReferences),
 		},
 		Spec: corev1.PodSpec{RestartPolicy: pod.Spec.RestartPolicy, NodeName: pod.Spec.NodeName,
 			TerminationGracePeriodSeconds: pod.Spec.TerminationGracePeriodSeconds},
@@ -143,4 +143,15 @@ func StripManagedFields(obj any) (any, error) {
 		m.SetManagedFields(nil)
 	}
 	return obj, nil
+}
+
+// jobOwner keeps only the pod's controlling Job reference, if any (one, so
+// bounded): decision.JobOwned reads it to skip the live read before a CRR.
+func jobOwner(refs []metav1.OwnerReference) []metav1.OwnerReference {
+	for _, r := range refs {
+		if r.Controller != nil && *r.Controller && r.Kind == "Job" && r.APIVersion == "batch/v1" {
+			return []metav1.OwnerReference{{APIVersion: r.APIVersion, Kind: r.Kind, Name: r.Name, UID: r.UID, Controller: r.Controller}}
+		}
+	}
+	return nil
 }

@@ -35,6 +35,16 @@ func (b *Builder) GeneratedName(base, suffix string) *Builder {
 	b.pod.GenerateName, b.pod.Name = base, base+suffix
 	return b
 }
+
+// OwnedByJob makes the pod's controller the Job of that name, as the Job
+// controller does.
+func (b *Builder) OwnedByJob(job string) *Builder {
+	yes := true
+	b.pod.OwnerReferences = append(b.pod.OwnerReferences, metav1.OwnerReference{APIVersion: "batch/v1", Kind: "Job",
+		Name: job, UID: types.UID("uid-job-" + job), Controller: &yes, BlockOwnerDeletion: &yes})
+	return b
+}
+
 func (b *Builder) UID(uid string) *Builder   { b.pod.UID = types.UID(uid); return b }
 func (b *Builder) Node(name string) *Builder { b.pod.Spec.NodeName = name; return b }
 func (b *Builder) Phase(p corev1.PodPhase) *Builder {
