@@ -35,6 +35,7 @@ type Options struct {
 	CRRMaxAttempts         int
 	CRRRetryBackoff        time.Duration
 	CRRTTLAfterFinished    time.Duration
+	SwapStartAllowance     time.Duration
 	Profiling              bool
 }
 
@@ -78,6 +79,7 @@ func DefaultOptions() *Options {
 		VirtualNodeSelector: "type=virtual-kubelet",
 		CRRDeadline:         p.CRRDeadline, CRRMaxAttempts: p.MaxCRRAttempts, CRRRetryBackoff: p.RetryBackoff,
 		CRRTTLAfterFinished: reconciler.DefaultConfig().CRRTTLAfterFinished,
+		SwapStartAllowance:  p.SwapStartAllowance,
 	}
 }
 
@@ -101,6 +103,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.CRRDeadline, "crr-deadline", o.CRRDeadline, "How long a ContainerRecreateRequest may take before its kill counts as failed.")
 	fs.IntVar(&o.CRRMaxAttempts, "crr-max-attempts", o.CRRMaxAttempts, "ContainerRecreateRequests made for one pod before giving up.")
 	fs.DurationVar(&o.CRRRetryBackoff, "crr-retry-backoff", o.CRRRetryBackoff, "Wait before the second ContainerRecreateRequest; doubles each time.")
+	fs.DurationVar(&o.SwapStartAllowance, "swap-start-allowance", o.SwapStartAllowance, "Added to a pod's termination grace period: how long a sidecar swapped to its quick-exit image may take to terminate (pull and start included) before a Warning says why it has not.")
 	fs.DurationVar(&o.CRRTTLAfterFinished, "crr-ttl-after-finished", o.CRRTTLAfterFinished, "ttlSecondsAfterFinished written on each ContainerRecreateRequest.")
 }
 
@@ -153,6 +156,7 @@ func (o *Options) ReconcilerConfig() (reconciler.Config, error) {
 	cfg.VirtualNodeSelector = sel
 	cfg.Policy.AllowedQuickExitImages, cfg.Policy.CRRDeadline = o.QuickExitAllowlist, o.CRRDeadline
 	cfg.Policy.MaxCRRAttempts, cfg.Policy.RetryBackoff = o.CRRMaxAttempts, o.CRRRetryBackoff
+	cfg.Policy.SwapStartAllowance = o.SwapStartAllowance
 	cfg.CRRTTLAfterFinished = o.CRRTTLAfterFinished
 	return cfg, nil
 }

@@ -230,6 +230,7 @@ func withStatus(c Container, s *corev1.ContainerStatus) Container {
 	}
 	c.RestartCount = s.RestartCount
 	c.ContainerID = s.ContainerID
+	c.StatusImage = s.Image
 	c.WasTerminated = s.LastTerminationState.Terminated != nil
 	switch {
 	case s.State.Terminated != nil:
@@ -240,6 +241,7 @@ func withStatus(c Container, s *corev1.ContainerStatus) Container {
 		c.State = StateRunning
 	case s.State.Waiting != nil:
 		c.State = StateWaiting
+		c.WaitingReason = s.State.Waiting.Reason
 	default:
 		c.State = StateUnknown
 	}

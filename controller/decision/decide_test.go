@@ -290,10 +290,10 @@ func TestDecide(t *testing.T) {
 			policy: &Policy{AllowedQuickExitImages: []string{"ghcr.io/sidecar-terminator/quick-exit"}, CRRDeadline: time.Minute, MaxCRRAttempts: 3},
 			want:   want{verdict: VerdictAct, actions: []Action{swapOf(1, "log", img("log"))}},
 		},
-		"image already swapped: in progress, no second patch": {
+		"image already swapped: in progress, no second patch, looked at again once grace and start allowance pass": {
 			pod:  podtest.Pod("p").Container("main", exited(0)).Container("log", markImage, podtest.Image(quickExit)).Build(),
 			node: virtual,
-			want: want{verdict: VerdictInProgress},
+			want: want{verdict: VerdictInProgress, requeue: 30*time.Second + DefaultPolicy().SwapStartAllowance},
 		},
 
 		// Injected sidecars, by annotation.

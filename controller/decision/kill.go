@@ -42,7 +42,7 @@ func (p Plan) kill(in Input, targets []Container) Plan {
 	var waiting, noPath []string
 	for _, c := range targets {
 		if c.QuickExitImage != "" && c.Image == c.QuickExitImage {
-			waiting = append(waiting, fmt.Sprintf("%q already has its quick-exit image", c.Name))
+			waiting = append(waiting, p.followSwap(in, c))
 			continue
 		}
 		targeted := latest != nil && contains(latest.Containers, c.Name)

@@ -88,6 +88,7 @@ const (
 	ReasonSidecarKillFailed        = "SidecarKillFailed"
 	ReasonSidecarKillGaveUp        = "SidecarKillGaveUp"
 	ReasonPhaseSettleRefused       = "PhaseSettleRefused"
+	ReasonQuickExitNotRunning      = "QuickExitImageNotRunning"
 	ReasonInvalidStopOrder         = "InvalidStopOrder"
 	ReasonStopOrderHeldUp          = "StopOrderHeldUp"
 )
@@ -103,6 +104,9 @@ type Plan struct {
 	FailedKills []string
 	// MainsDoneAt is when the last main container exited, when they are all done.
 	MainsDoneAt time.Time
+	// SwapsUnseen names sidecars that have their quick-exit image although
+	// Input.SwappedAt has no time for them: the reconciler records now.
+	SwapsUnseen []string
 	// Stage is where the pod is in its stop order; nil without one.
 	Stage *StageStatus
 	// RequeueAfter asks to look again after this long even if nothing changes.

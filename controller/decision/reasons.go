@@ -7,8 +7,8 @@ func WarningReasons() []string {
 	return []string{
 		ReasonInvalidSidecarEnv, ReasonInvalidQuickExitImage, ReasonQuickExitImageNotAllowed,
 		ReasonUnknownSidecarName, ReasonNoMainContainer, ReasonNoTerminationPath, ReasonNodeNotFound,
-		ReasonSidecarKillFailed, ReasonSidecarKillGaveUp, ReasonPhaseSettleRefused, ReasonSidecarRestartsAfterKill, ReasonNearMissMark,
-		ReasonInvalidStopOrder, ReasonStopOrderHeldUp,
+		ReasonSidecarKillFailed, ReasonSidecarKillGaveUp, ReasonPhaseSettleRefused, ReasonQuickExitNotRunning,
+		ReasonSidecarRestartsAfterKill, ReasonNearMissMark, ReasonInvalidStopOrder, ReasonStopOrderHeldUp,
 	}
 }
 

@@ -165,3 +165,66 @@ func TestDecideSettleRefused(t *testing.T) {
 		t.Fatalf("settle refused twice: %s %v", plan.Verdict, plan.Actions)
 	}
 }
+
+// Issue item 2: a swapped sidecar that does not terminate within the pod's
+// grace period plus the start allowance gets a Warning naming why, and the
+// pod stays queued.
+func TestDecideSwapFollowThrough(t *testing.T) {
+	bound := 30*time.Second + DefaultPolicy().SwapStartAllowance
+	pull := podtest.Waiting("ImagePullBackOff", nil)
+	cases := map[string]struct {
+		status   podtest.Option
+		node     Node
+		swapped  time.Time // zero: the reconciler has no time (first seen now)
+		want     want
+		mentions string
+	}{
+		"first seen swapped: wait the bound": {
+			status: pull, node: virtual,
+			want: want{verdict: VerdictInProgress, requeue: bound},
+		},
+		"within the bound: wait the rest": {
+			status: pull, node: virtual, swapped: now.Add(-time.Minute),
+			want: want{verdict: VerdictInProgress, requeue: bound - time.Minute},
+		},
+		"image does not pull past the bound: Warning naming ImagePullBackOff, still queued": {
+			status: pull, node: virtual, swapped: now.Add(-bound),
+			want:     want{verdict: VerdictInProgress, problems: []string{ReasonQuickExitNotRunning}, requeue: bound},
+			mentions: "ImagePullBackOff",
+		},
+		"container does not start past the bound (normal node): Warning naming StartError": {
+			status: podtest.Waiting("StartError", nil), node: normal, swapped: now.Add(-2 * bound),
+			want:     want{verdict: VerdictInProgress, problems: []string{ReasonQuickExitNotRunning}, requeue: bound},
+			mentions: "StartError",
+		},
+		"provider ignored the update past the bound: Warning naming the image it still runs": {
+			status: podtest.Running(), node: virtual, swapped: now.Add(-bound),
+			want:     want{verdict: VerdictInProgress, problems: []string{ReasonQuickExitNotRunning}, requeue: bound},
+			mentions: "example.com/log:1",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			pod := podtest.Pod("p").Container("main", exited(0)).Container("log", markImage, tc.status).Build()
+			pod.Spec.Containers[1].Image = quickExit // swapped; the status keeps what the node reports
+			in := Input{Pod: pod, Node: tc.node, CRRAPI: true, Now: now, Policy: DefaultPolicy()}
+			if !tc.swapped.IsZero() {
+				in.SwappedAt = map[string]time.Time{"log": tc.swapped}
+			}
+			plan := Decide(in)
+			got := want{verdict: plan.Verdict, actions: plan.Actions, failed: plan.FailedKills, requeue: plan.RequeueAfter}
+			for _, p := range plan.Problems {
+				got.problems = append(got.problems, p.Reason)
+				if !strings.Contains(p.Message, tc.mentions) {
+					t.Errorf("Warning %q does not name %q", p.Message, tc.mentions)
+				}
+			}
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(want{})); diff != "" {
+				t.Errorf("plan differs (-want +got):\n%s\nreason: %s", diff, plan.Reason)
+			}
+			if tc.swapped.IsZero() != (len(plan.SwapsUnseen) == 1) {
+				t.Errorf("SwapsUnseen %v with swapped time %v", plan.SwapsUnseen, tc.swapped)
+			}
+		})
+	}
+}

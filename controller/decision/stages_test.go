@@ -191,8 +191,11 @@ func TestStopOrder(t *testing.T) {
 				Container("fluent-bit", markImage, podtest.Image(quickExit)).Container("istio-proxy", markImage, proxy).Build(),
 			node: virtual,
 			at:   exitAt.Add(stageBound + time.Second),
+			// The swapped stage-1 sidecar is followed through: looked at again
+			// once grace and start allowance have passed since first seen.
 			want: stageWant{want: want{verdict: VerdictAct, problems: []string{ReasonStopOrderHeldUp},
-				actions: []Action{stageSwap(2, exitAt.Add(stageBound+time.Second), Swap{Index: 2, Container: "istio-proxy", From: img("istio-proxy"), To: quickExit})}},
+				actions: []Action{stageSwap(2, exitAt.Add(stageBound+time.Second), Swap{Index: 2, Container: "istio-proxy", From: img("istio-proxy"), To: quickExit})},
+				requeue: 30*time.Second + DefaultPolicy().SwapStartAllowance},
 				stage: 2, stopping: []string{"fluent-bit", "istio-proxy"}},
 		},
 		"an order over a CRR sidecar and a swap sidecar: stage 2 swaps after stage 1's CRR": {

@@ -73,6 +73,11 @@ type Container struct {
 	// WasTerminated is true when a previous instance of the container ended
 	// (lastState.terminated): it is waiting to be restarted, not new.
 	WasTerminated bool
+	// WaitingReason says why a waiting container waits (ErrImagePull,
+	// ImagePullBackOff, StartError...); StatusImage is the image the node
+	// reports it runs.
+	WaitingReason string
+	StatusImage   string
 
 	// Restart rules of a regular container (restart.go). RestartRules
 	// describes them for a person; AfterExit is the kubelet's answer to the
@@ -129,6 +134,11 @@ type Policy struct {
 	// MaxRefusals bounds how often a transiently refused write (5xx, 429,
 	// timeouts) is sent for one pod before the controller gives up on it.
 	MaxRefusals int
+	// SwapStartAllowance is added to the pod's termination grace period to
+	// bound how long a swapped sidecar may take to stop: the old container's
+	// stop, the quick-exit image's pull and start. Past it, a Warning says
+	// why the sidecar still is not terminated.
+	SwapStartAllowance time.Duration
 	// RefusalBackoffMax caps the backoff between refused writes; a
 	// permanently refused write waits this long before its one retry.
 	RefusalBackoffMax time.Duration
@@ -144,7 +154,7 @@ const AllowAnyImage = "*"
 // DefaultPolicy is what the controller runs with unless told otherwise.
 func DefaultPolicy() Policy {
 	return Policy{AllowedQuickExitImages: []string{DefaultQuickExitRepository}, CRRDeadline: time.Minute, MaxCRRAttempts: 3, RetryBackoff: 5 * time.Second,
-		MaxRefusals: 10, RefusalBackoffMax: 5 * time.Minute}
+		MaxRefusals: 10, RefusalBackoffMax: 5 * time.Minute, SwapStartAllowance: 2 * time.Minute}
 }
 
 // Input is everything Decide looks at.
@@ -156,8 +166,11 @@ type Input struct {
 	// Refusals are the pod's writes the cluster refused, latest per kind of
 	// write, as the reconciler remembers them.
 	Refusals []Refusal
-	Now      time.Time
-	Policy   Policy
+	// SwappedAt holds when each sidecar was swapped to its quick-exit image,
+	// as far as the reconciler knows (first seen swapped, after a restart).
+	SwappedAt map[string]time.Time
+	Now       time.Time
+	Policy    Policy
 
 	// stage is the stop-order stage being planned: set by the stop-order
 	// layer on the copy of the input it hands to kill, whose CRRs are then

@@ -115,7 +115,7 @@ func trimStatuses(in []corev1.ContainerStatus) []corev1.ContainerStatus {
 	}
 	out := make([]corev1.ContainerStatus, len(in))
 	for i, s := range in {
-		out[i] = corev1.ContainerStatus{Name: s.Name, State: s.State, RestartCount: s.RestartCount, ContainerID: s.ContainerID}
+		out[i] = corev1.ContainerStatus{Name: s.Name, State: s.State, RestartCount: s.RestartCount, ContainerID: s.ContainerID, Image: capValue(s.Image)}
 		if w := s.State.Waiting; w != nil {
 			// The kubelet's message quotes the image, which the pod's
 			// author chose; nothing reads it.

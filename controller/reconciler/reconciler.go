@@ -87,6 +87,9 @@ type podMemory struct {
 	// and not in any cache of API objects: it is what this controller was
 	// told, not what the cluster holds.
 	refused map[decision.ActionKind]decision.Refusal
+	// swappedAt: when each sidecar was swapped (or, after a restart, first
+	// seen swapped), for the swap's follow-through.
+	swappedAt map[string]time.Time
 }
 
 // expectation is one write whose effect the cache has not shown yet.
@@ -146,6 +149,9 @@ func (r *Reconciler) Sync(ctx context.Context, key cache.ObjectName) (time.Durat
 		plan, err := r.plan(pod, mem, now)
 		if err != nil {
 			return 0, err
+		}
+		for _, c := range plan.SwapsUnseen {
+			mem.swapped(c, now)
 		}
 		r.metrics.Decisions.WithLabelValues(string(plan.Verdict)).Inc()
 		r.track(key, plan.Verdict)
@@ -215,6 +221,7 @@ func (r *Reconciler) plan(pod *corev1.Pod, mem *podMemory, now time.Time) (decis
 		return decision.Plan{}, err
 	}
 	in.Refusals = mem.refusals()
+	in.SwappedAt = mem.swappedAt
 	return decision.Decide(in), nil
 }
 
@@ -307,6 +314,11 @@ func (r *Reconciler) act(ctx context.Context, logger klog.Logger, pod *corev1.Po
 		return true, nil
 	}
 	delete(mem.refused, a.Kind)
+	if a.Kind == decision.ActionSwapImage {
+		for _, c := range a.Containers {
+			mem.swapped(c, r.clock.Now())
+		}
+	}
 	r.metrics.Actions.WithLabelValues(method, result).Inc()
 	if result == ResultSuccess {
 		if !plan.MainsDoneAt.IsZero() {

@@ -136,3 +136,12 @@ func (m *podMemory) refusals() []decision.Refusal {
 	}
 	return out
 }
+
+func (m *podMemory) swapped(container string, at time.Time) {
+	if m.swappedAt == nil {
+		m.swappedAt = map[string]time.Time{}
+	}
+	if _, ok := m.swappedAt[container]; !ok {
+		m.swappedAt[container] = at
+	}
+}

@@ -311,3 +311,27 @@ func TestUnseenWriteIsRevisitedAtTheExpectationTimeout(t *testing.T) {
 		t.Fatalf("the pod was not decided afresh after the timeout: %v", f.w.sent)
 	}
 }
+
+// Issue item 2: the quick-exit image does not pull; the sync keeps the pod
+// queued, and once the pod's grace period and the start allowance pass, a
+// Warning names the kubelet's waiting reason.
+func TestSwappedSidecarThatNeverStartsIsFollowedThrough(t *testing.T) {
+	pod := jobPod(markImage, podtest.Waiting("ErrImagePull", nil))
+	pod.Spec.Containers[1].Image = quickExit
+	f := newFixture(pod)
+	bound := 30*time.Second + decision.DefaultPolicy().SwapStartAllowance
+	if after := f.sync(t); after != bound {
+		t.Fatalf("requeue = %s, want the bound %s", after, bound)
+	}
+	f.clock.Step(bound)
+	if after := f.sync(t); after <= 0 {
+		t.Fatalf("no requeue past the bound")
+	}
+	w := f.ev.warnings(decision.ReasonQuickExitNotRunning)
+	if len(w) != 1 || !strings.Contains(w[0].message, "ErrImagePull") {
+		t.Fatalf("want one %s naming ErrImagePull, got %+v", decision.ReasonQuickExitNotRunning, f.ev.list)
+	}
+	if len(f.w.sent) != 0 {
+		t.Fatalf("wrote %v", f.w.sent)
+	}
+}

@@ -1,0 +1,66 @@
+package decision
+
+import (
+	"fmt"
+)
+
+// followSwap follows a sidecar that already has its quick-exit image but has
+// not terminated: the kubelet restarts it with that image, which exits at
+// once. Within the pod's grace period plus the start allowance this is the
+// stop under way; past it, something keeps it from ending (the image does
+// not pull, the container does not start, the node ignores image updates),
+// and a Warning names what the node reports. Either way the pod is looked
+// at again: never silent.
+func (p *Plan) followSwap(in Input, c Container) string {
+	since, ok := in.SwappedAt[c.Name]
+	if !ok {
+		p.SwapsUnseen = append(p.SwapsUnseen, c.Name)
+		since = in.Now
+	}
+	allowance := in.Policy.SwapStartAllowance
+	if allowance <= 0 {
+		allowance = DefaultPolicy().SwapStartAllowance
+	}
+	bound := PodGrace(in.Pod) + allowance
+	if left := since.Add(bound).Sub(in.Now); left > 0 {
+		p.requeue(left)
+		return fmt.Sprintf("%q has its quick-exit image; the node restarts it with it", c.Name)
+	}
+	p.requeue(bound)
+	why := swapStuck(c)
+	p.Problems = append(p.Problems, Problem{Reason: ReasonQuickExitNotRunning, Message: fmt.Sprintf(
+		"container %q was given the quick-exit image %s more than %s ago and has not terminated: %s", c.Name, c.QuickExitImage, bound, why)})
+	return fmt.Sprintf("%q has its quick-exit image but has not terminated: %s", c.Name, why)
+}
+
+// swapStuck says, from the container's status, why a swapped sidecar has not
+// terminated: the kubelet's waiting reason, or the image it runs.
+func swapStuck(c Container) string {
+	switch c.State {
+	case StateWaiting:
+		return "waiting: " + bounded(c.WaitingReason)
+	case StateRunning:
+		if c.StatusImage != "" && !sameImage(c.StatusImage, c.QuickExitImage) {
+			return fmt.Sprintf("still running image %s: the node did not restart it with the new image (a provider that ignores image updates?)", bounded(c.StatusImage))
+		}
+		return "running the quick-exit image, which should have exited"
+	}
+	return "its state is " + string(c.State)
+}
+
+// sameImage compares a reported image with a spec image loosely: the node
+// reports the reference it resolved (docker.io/library/..., a digest).
+func sameImage(reported, spec string) bool {
+	if reported == spec {
+		return true
+	}
+	n := len(spec)
+	return len(reported) > n && reported[len(reported)-n:] == spec && reported[len(reported)-n-1] == '/'
+}
+
+func bounded(s string) string {
+	if len(s) <= MaxRefusalMessage {
+		return s
+	}
+	return s[:MaxRefusalMessage] + "..."
+}
