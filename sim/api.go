@@ -27,6 +27,8 @@ const (
 	MethodSettle = "settle"
 	// MethodAnnotate follows a settle: it wakes the kubelet.
 	MethodAnnotate = "annotate"
+	// MethodDeleteCRR removes an earlier stop-order stage's CRR.
+	MethodDeleteCRR = "delete-crr"
 )
 
 // apiWriter is the controller's API client: reconciler.Writer against the
@@ -53,6 +55,18 @@ func (w *apiWriter) CreateCRR(_ context.Context, crr *kruisev1alpha1.ContainerRe
 		}
 		_, _, err := s.world.admitCRR(crr)
 		return err
+	})
+}
+
+func (w *apiWriter) DeleteCRR(_ context.Context, namespace, name string) error {
+	key := cache.ObjectName{Namespace: namespace, Name: name}
+	pod := name
+	if crr := w.s.world.crrs[key]; crr != nil {
+		pod = crr.Spec.PodName
+	}
+	return w.write(MethodDeleteCRR, pod, name, func() error {
+		w.s.world.deleteCRR(key, "deleted by the controller")
+		return nil
 	})
 }
 
@@ -101,7 +115,10 @@ func (w *apiWriter) write(method, pod, what string, apply func() error) error {
 	return err
 }
 
-var imagePath = regexp.MustCompile(`^/spec/containers/[0-9]+/image$`)
+var (
+	imagePath      = regexp.MustCompile(`^/spec/containers/[0-9]+/image$`)
+	annotationPath = regexp.MustCompile(`^/metadata/annotations/[^/]+$`)
+)
 
 // patchPod applies a JSON patch for real: test ops that fail refuse the whole
 // patch with 422 Invalid, as the API server does; on the pod only container
@@ -138,7 +155,9 @@ func (w *World) patchPod(namespace, name string, patch []byte, status bool) erro
 		if op.Kind() == "test" {
 			continue
 		}
-		if !status && !imagePath.MatchString(path) {
+		// The API server lets an update change metadata too; the spec only
+		// in its images.
+		if !status && !imagePath.MatchString(path) && !annotationPath.MatchString(path) {
 			return invalid(name, fmt.Errorf("pod updates may not change fields other than container images: %s", path))
 		}
 	}

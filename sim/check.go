@@ -8,6 +8,7 @@ import (
 	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
 	"github.com/sidecar-terminator/sidecar-terminator/sim/model"
 )
 
@@ -24,18 +25,62 @@ type truth struct {
 	settled     bool
 	gone        bool
 	recreated   bool
+	// stageOf is each sidecar's stop-order stage when the pod carries an
+	// order the controller must follow; nil otherwise. ignoring are the
+	// ignore-exit-code sidecars, stopped last whatever the order.
+	stageOf  map[string]int
+	ignoring map[string]bool
+	grace    time.Duration
+	heldUp   bool // a StopOrderHeldUp Warning was recorded
 }
 
 func newTruth(t *Template, pod *corev1.Pod) *truth {
-	tr := &truth{sidecars: map[string]bool{}, expect: t.Expect}
+	tr := &truth{sidecars: map[string]bool{}, expect: t.Expect, ignoring: map[string]bool{}, grace: 30 * time.Second}
+	if t.Grace > 0 {
+		tr.grace = time.Duration(t.Grace) * time.Second
+	}
 	for _, c := range t.Containers {
 		if c.Sidecar {
 			tr.sidecars[c.Name] = true
 		} else {
 			tr.mains = append(tr.mains, c.Name)
 		}
+		for _, e := range c.Env {
+			if e.Name == decision.EnvIgnoreExitCode && e.Value == "true" {
+				tr.ignoring[c.Name] = true
+			}
+		}
 	}
+	tr.stageOf = orderTruth(t, tr)
 	return tr
+}
+
+// orderTruth is the stop order the checker holds the controller to: the
+// template's, when every name is a marked sidecar that does not ignore its
+// exit code, named once. Otherwise the controller must fall back to
+// stopping all at once, which the other invariants judge.
+func orderTruth(t *Template, tr *truth) map[string]int {
+	raw, ok := t.Annotations[decision.AnnotationStopOrder]
+	if !ok {
+		return nil
+	}
+	marked := map[string]bool{}
+	for _, c := range t.Containers {
+		for _, e := range c.Env {
+			if c.Sidecar && (e.Name == decision.EnvTerminate || e.Name == decision.EnvTerminateWithImage) {
+				marked[c.Name] = true
+			}
+		}
+	}
+	stageOf := map[string]int{}
+	for i, n := range strings.Split(raw, ",") {
+		n = strings.TrimSpace(n)
+		if _, twice := stageOf[n]; twice || !marked[n] || tr.ignoring[n] {
+			return nil
+		}
+		stageOf[n] = i + 1
+	}
+	return stageOf
 }
 
 // podTTLAfterFinished is how long a finished pod stays.
@@ -157,6 +202,15 @@ func (ch *Checker) event(pod *corev1.Pod, eventtype, reason string) {
 		return
 	}
 	e.truth.warned = true
+	if reason == decision.ReasonStopOrderHeldUp {
+		// No stage may be given up on before a stopped sidecar could have
+		// had its grace period: the bound counts from a kill, which comes
+		// after the mains are done.
+		if bound := e.truth.mainsDoneAt.Add(e.truth.grace + 10*time.Second); e.truth.mainsDoneAt.IsZero() || ch.s.now().Before(bound) {
+			ch.violate("safety", e, "stop order given up at %s, before any stage's bound could pass", fmtDur(ch.s.now().Sub(Epoch)))
+		}
+		e.truth.heldUp = true
+	}
 	ch.maybeSettle(e)
 }
 
@@ -192,6 +246,30 @@ func (ch *Checker) kill(e *podEntry, container, cause string) {
 	}
 	if why := mainsActive(e); why != "" {
 		ch.violate("safety", e, "%s stopped sidecar %q while %s", cause, container, why)
+		return
+	}
+	ch.inOrder(e, container, cause)
+}
+
+// inOrder checks the stop order: no sidecar of a later stage is stopped
+// while one of an earlier stage still runs, unless the controller said (a
+// StopOrderHeldUp Warning) that the earlier one's bound passed.
+func (ch *Checker) inOrder(e *podEntry, container, cause string) {
+	tr := e.truth
+	if tr.stageOf == nil || tr.ignoring[container] || tr.heldUp {
+		return
+	}
+	for _, name := range e.tmpl.sidecarNames() {
+		if tr.ignoring[name] || tr.stageOf[name] >= tr.stageOf[container] {
+			continue
+		}
+		// A sidecar swapped to the quick-exit image runs that image's
+		// instant exit, no longer the sidecar's own work.
+		if c := e.rt.Container(name); c.State == model.Running && c.Image != QuickExitImage {
+			ch.violate("safety", e, "%s stopped %q (stop-order stage %d) while %q (stage %d) still runs, with no StopOrderHeldUp Warning",
+				cause, container, tr.stageOf[container], name, tr.stageOf[name])
+			return
+		}
 	}
 }
 
@@ -275,7 +353,9 @@ func mainsActive(e *podEntry) string {
 
 func sidecarsStopped(e *podEntry) bool {
 	for name := range e.truth.sidecars {
-		if c := e.rt.Container(name); c.State == model.Running {
+		// A sidecar swapped to the quick-exit image runs that image's
+		// instant exit, no longer the sidecar's own work.
+		if c := e.rt.Container(name); c.State == model.Running && c.Image != QuickExitImage {
 			return false
 		}
 	}

@@ -87,7 +87,11 @@ func (s *Sim) crrCreated(crr *kruisev1alpha1.ContainerRecreateRequest, e *podEnt
 // the grace period) to each running target, through the CRI.
 func (s *Sim) daemonPickup(key cache.ObjectName) {
 	crr := s.world.crrs[key]
-	if crr == nil || crrFinished(crr) {
+	if crr == nil || crrFinished(crr) || crr.Status.Phase == kruisev1alpha1.ContainerRecreateRequestRecreating {
+		return
+	}
+	if s.daemonBusy(crr) {
+		// daemonNext picks it up when the one before it ends.
 		return
 	}
 	e := s.world.byUID[types.UID(crr.Annotations[annotationResolvedUID])]
@@ -170,6 +174,7 @@ func (s *Sim) finishCRR(key cache.ObjectName, phase kruisev1alpha1.ContainerRecr
 	next.Status.CompletionTime = &ts
 	s.trace.add(crr.Spec.PodName, "crr %s %s (%s)", crr.Name, phase, why)
 	s.world.updateCRR(next)
+	s.daemonNext(crr)
 	if ttl := crr.Spec.TTLSecondsAfterFinished; ttl != nil {
 		s.after(time.Duration(*ttl)*time.Second, func() { s.world.deleteCRR(key, "ttl after finished") })
 	}
@@ -186,4 +191,50 @@ func crrFinished(crr *kruisev1alpha1.ContainerRecreateRequest) bool {
 // crrPodUID is the pod UID the controller labelled the CRR with.
 func crrPodUID(crr *kruisev1alpha1.ContainerRecreateRequest) types.UID {
 	return types.UID(crr.Labels[reconciler.LabelPodUID])
+}
+
+// daemonBusy reports whether kruise-daemon works on another CRR of the same
+// pod first: it takes up one CRR of a pod at a time, Recreating before
+// Pending, the oldest first, skipping finished and deleted ones
+// (pickRecreateRequest and crrListByPhaseAndCreated in
+// pkg/daemon/containerrecreate of kruise v1.9.1). Under restartPolicy Never a
+// CRR whose containers exited stays Recreating until its deadline.
+func (s *Sim) daemonBusy(crr *kruisev1alpha1.ContainerRecreateRequest) bool {
+	for _, key := range s.world.crrsOf[crrOwner(crr)] {
+		other := s.world.crrs[key]
+		if other == nil || other.Name == crr.Name || crrFinished(other) ||
+			other.Annotations[annotationResolvedUID] != crr.Annotations[annotationResolvedUID] {
+			continue
+		}
+		if other.Status.Phase == kruisev1alpha1.ContainerRecreateRequestRecreating ||
+			other.CreationTimestamp.Before(&crr.CreationTimestamp) {
+			return true
+		}
+	}
+	return false
+}
+
+// daemonNext is the daemon seeing a CRR end or go: it takes up the pod's
+// next one, if any waits.
+func (s *Sim) daemonNext(done *kruisev1alpha1.ContainerRecreateRequest) {
+	for _, key := range s.world.crrsOf[crrOwner(done)] {
+		crr := s.world.crrs[key]
+		if crr == nil || crr.Name == done.Name || crrFinished(crr) || crr.Status.Phase == kruisev1alpha1.ContainerRecreateRequestRecreating {
+			continue
+		}
+		e := s.world.byUID[types.UID(crr.Annotations[annotationResolvedUID])]
+		if e == nil || e.node.daemon == nil {
+			continue
+		}
+		key := key
+		s.after(s.jitter(e.node.daemon.spec.Pickup, 0.5), func() { s.daemonPickup(key) })
+	}
+}
+
+// crrOwner is the UID of the pod a CRR is owned by, as crrsOf is keyed.
+func crrOwner(crr *kruisev1alpha1.ContainerRecreateRequest) types.UID {
+	if len(crr.OwnerReferences) > 0 {
+		return crr.OwnerReferences[0].UID
+	}
+	return types.UID(crr.Annotations[annotationResolvedUID])
 }

@@ -142,3 +142,14 @@ func (sc Scenario) withDefaults() Scenario {
 	sc.Faults = sc.Faults.withDefaults()
 	return sc
 }
+
+// sidecarNames are the template's sidecars, in spec order.
+func (t *Template) sidecarNames() []string {
+	var out []string
+	for _, c := range t.Containers {
+		if c.Sidecar {
+			out = append(out, c.Name)
+		}
+	}
+	return out
+}

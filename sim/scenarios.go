@@ -191,6 +191,35 @@ var Scenarios = []Scenario{
 				t.DeleteAfterMainsDone, t.Recreate, t.Grace = Range{0, 500 * time.Millisecond}, true, 1
 				return t
 			}()}},
+	{Name: "stop-order-two-stages", Purpose: "stop-order annotation, two stages: the shipper's CRR, then (its CRR deleted) the proxy's; unnamed sidecars first; swaps on virtual nodes",
+		Nodes: mixedNodes, Templates: []Template{
+			never("order-2", job(), sidecar("fluent-bit", "exit:0", markCRR), sidecar("istio-proxy", "exit:0", markCRR)).annotate(decision.AnnotationStopOrder, "fluent-bit,istio-proxy"),
+			never("order-2-unnamed", job(), sidecar("statsd", "exit:0", markCRR), sidecar("fluent-bit", "exit:0", markCRR), sidecar("istio-proxy", "exit:0", markCRR)).
+				annotate(decision.AnnotationStopOrder, "fluent-bit,istio-proxy"),
+			never("order-2-vk", job(), sidecar("fluent-bit", "exit:0", markImage), sidecar("istio-proxy", "exit:0", markImage)).virtual().
+				annotate(decision.AnnotationStopOrder, "fluent-bit,istio-proxy")}},
+	{Name: "stop-order-three-stages", Purpose: "three named stages over CRRs, swaps, and OnFailure sidecars that exit non-zero and come back",
+		Nodes: mixedNodes, Templates: []Template{
+			never("order-3", job(), sidecar("c", "exit:0", markCRR), sidecar("b", "exit:0", markCRR), sidecar("a", "exit:0", markCRR)).annotate(decision.AnnotationStopOrder, "a,b,c"),
+			never("order-3-vk", job(), sidecar("c", "exit:0", markImage), sidecar("b", "exit:0", markImage), sidecar("a", "exit:0", markImage)).virtual().annotate(decision.AnnotationStopOrder, "a,b,c"),
+			onFailure("order-3-of", job(), sidecar("a", "exit:1", markCRR, markImage), sidecar("b", "exit:0", markCRR), sidecar("c", "exit:1", markCRR, markImage)).annotate(decision.AnnotationStopOrder, "a,b,c")}},
+	{Name: "stop-order-ignores-sigterm", Purpose: "a stage whose sidecar ignores SIGTERM: SIGKILL after grace, or past the bound (slow daemon) a StopOrderHeldUp Warning and the next stage goes on",
+		Nodes: []NodeGroup{{Count: 10}, {Count: 10, Daemon: DaemonSpec{Pickup: 20 * time.Second}}, {Count: 5, Virtual: true}}, Templates: []Template{
+			never("order-deaf", job(), sidecar("fluent-bit", "ignore", markCRR), sidecar("istio-proxy", "exit:0", markCRR)).annotate(decision.AnnotationStopOrder, "fluent-bit,istio-proxy"),
+			never("order-deaf-3", job(), sidecar("a", "exit:0", markCRR), sidecar("b", "ignore", markCRR), sidecar("c", "exit:0", markCRR)).annotate(decision.AnnotationStopOrder, "a,b,c"),
+			never("order-deaf-vk", job(), sidecar("fluent-bit", "ignore", markImage), sidecar("istio-proxy", "exit:0", markImage)).virtual().annotate(decision.AnnotationStopOrder, "fluent-bit,istio-proxy")}},
+	{Name: "stop-order-mixed-paths", Purpose: "one order over CRR sidecars and image-only (swapped) sidecars on a normal node, in both orders",
+		Nodes: normalNodes, Templates: []Template{
+			never("order-crr-swap", job(), sidecar("fluent-bit", "exit:0", markCRR), sidecar("istio-proxy", "exit:0", markImage)).annotate(decision.AnnotationStopOrder, "fluent-bit,istio-proxy"),
+			never("order-swap-crr", job(), sidecar("fluent-bit", "exit:0", markImage), sidecar("istio-proxy", "exit:0", markCRR)).annotate(decision.AnnotationStopOrder, "fluent-bit,istio-proxy"),
+			never("order-both-swap", job(), sidecar("x", "exit:0", markCRR, markImage), sidecar("fluent-bit", "exit:0", markImage), sidecar("istio-proxy", "exit:0", markCRR)).
+				annotate(decision.AnnotationStopOrder, "istio-proxy")}},
+	{Name: "stop-order-bad-input", Purpose: "orders naming a main container, an unknown name, a name twice, an ignore-exit-code sidecar: a Warning, all stopped at once",
+		Nodes: normalNodes, Templates: []Template{
+			never("order-main", job(), sidecar("proxy", "exit:0", markCRR)).annotate(decision.AnnotationStopOrder, "main,proxy"),
+			never("order-unknown", job(), sidecar("proxy", "exit:0", markCRR)).annotate(decision.AnnotationStopOrder, "proxi"),
+			never("order-twice", job(), sidecar("log", "exit:0", markCRR), sidecar("proxy", "exit:0", markCRR)).annotate(decision.AnnotationStopOrder, "log,proxy,log"),
+			never("order-ignoring", job(), sidecar("log", "exit:0", markCRR), sidecar("proxy", "ignore", markCRR, markIgnore)).annotate(decision.AnnotationStopOrder, "proxy,log")}},
 }
 
 func withAnnotations(t Template, kv ...string) Template {

@@ -3,7 +3,12 @@ package sim
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
 )
 
 // SoakScenario draws a scenario for a soak run from the seed: a mixed
@@ -61,9 +66,56 @@ func SoakScenario(seed uint64, pods int) Scenario {
 		}
 		templates = append(templates, t)
 	}
+	templates = append(templates, orderedTemplates(r)...)
 	return Scenario{
 		Name: "soak", Purpose: fmt.Sprintf("random faults %s", f),
 		Pods: pods, Nodes: []NodeGroup{{Count: 30, Daemon: daemon}, {Count: 10, Virtual: true}},
 		Templates: templates, Faults: f,
 	}
+}
+
+// orderedTemplates draws stop orders for the soak: pods with two to four
+// sidecars over CRRs and swaps, on normal and virtual nodes, some ignoring
+// SIGTERM, each ordered by a random permutation of a random subset of them,
+// and now and then an order that is bad input.
+func orderedTemplates(r *rand.Rand) []Template {
+	var out []Template
+	for i := 0; i < 6; i++ {
+		virtual := r.IntN(3) == 0
+		n := 2 + r.IntN(3)
+		cs := []C{job()}
+		var names []string
+		for j := 0; j < n; j++ {
+			name := fmt.Sprintf("s%d", j)
+			names = append(names, name)
+			marks := []corev1.EnvVar{markImage}
+			if !virtual {
+				switch r.IntN(3) {
+				case 0:
+					marks = []corev1.EnvVar{markCRR}
+				case 1:
+					marks = []corev1.EnvVar{markCRR, markImage}
+				}
+			}
+			on := "exit:0"
+			if r.IntN(5) == 0 {
+				on = "ignore"
+			}
+			cs = append(cs, sidecar(name, on, marks...))
+		}
+		r.Shuffle(len(names), func(a, b int) { names[a], names[b] = names[b], names[a] })
+		order := names[:1+r.IntN(len(names))]
+		switch r.IntN(8) {
+		case 0:
+			order = append(order, "main")
+		case 1:
+			order = append(order, order[0])
+		case 2:
+			order = append(order, "nope")
+		}
+		t := never(fmt.Sprintf("soak-order-%d", i), cs...).annotate(decision.AnnotationStopOrder, strings.Join(order, ","))
+		t.Virtual, t.Expect = virtual, ExpectEither
+		out = append(out, t)
+	}
+	return out
 }

@@ -198,6 +198,7 @@ func (w *World) deleteCRR(key cache.ObjectName, why string) {
 	w.rv++
 	w.s.trace.add(crr.Spec.PodName, "crr %s deleted (%s)", crr.Name, why)
 	w.publishCRR(crr, true)
+	w.s.daemonNext(crr)
 }
 
 // updateCRR stores a new version of a CRR.

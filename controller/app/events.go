@@ -144,6 +144,11 @@ func (w *lastWrite) CreateCRR(ctx context.Context, crr *kruisev1alpha1.Container
 	return w.Writer.CreateCRR(ctx, crr, readPodFirst)
 }
 
+func (w *lastWrite) DeleteCRR(ctx context.Context, namespace, name string) error {
+	w.at.Store(time.Now().UnixNano())
+	return w.Writer.DeleteCRR(ctx, namespace, name)
+}
+
 func (w *lastWrite) PatchPod(ctx context.Context, namespace, name string, patch []byte) error {
 	w.at.Store(time.Now().UnixNano())
 	return w.Writer.PatchPod(ctx, namespace, name, patch)

@@ -68,7 +68,7 @@ func Decide(in Input) Plan {
 	case len(regular) > 0:
 		// Ignore-exit-code sidecars wait until the others have terminated:
 		// the phase is settled only then.
-		return plan.kill(in, regular)
+		return plan.killInOrder(in, sidecars, regular)
 	case len(ignoring) > 0 && !settled:
 		if refused, wait := plan.settleRefused(in, ignoring); wait {
 			return refused
@@ -211,6 +211,17 @@ func CRRName(pod *corev1.Pod, attempt int) string {
 		base = strings.TrimRight(base[:200], "-.")
 	}
 	return fmt.Sprintf("%s-%s-st%d", base, uid, attempt)
+}
+
+// StageCRRName is CRRName for a stage of a stop order: stage 0 (the sidecars
+// the order does not name, or every sidecar without an order) keeps CRRName,
+// so pods without an order are named as before; later stages carry their
+// number, so each stage counts its own attempts under names of its own.
+func StageCRRName(pod *corev1.Pod, stage, attempt int) string {
+	if stage == 0 {
+		return CRRName(pod, attempt)
+	}
+	return fmt.Sprintf("%s-s%d", CRRName(pod, attempt), stage)
 }
 
 func (p Plan) with(v Verdict, reason string) Plan {

@@ -47,6 +47,20 @@ func (p Plan) Explain(w io.Writer) error {
 		}
 	}
 	fmt.Fprintf(w, "Decision: %s\nReason:   %s\n", p.Verdict, p.Reason)
+	if st := p.Stage; st != nil {
+		fmt.Fprintf(w, "Order:    %s (stage 0: the sidecars it does not name)\n", strings.Join(st.Order, " -> "))
+		fmt.Fprintf(w, "Stage:    %d of %d, stopping %v\n", st.Stage, st.Last, st.Stopping)
+		if len(st.Next) > 0 {
+			until := "their kill is issued, then until they terminate or the bound passes"
+			if !st.Until.IsZero() {
+				until = "they terminate, or until " + st.Until.UTC().Format(time.RFC3339)
+			}
+			fmt.Fprintf(w, "Waiting:  %v wait for %v until %s\n", st.Next, st.Stopping, until)
+		}
+		if len(st.HeldUp) > 0 {
+			fmt.Fprintf(w, "Held up:  %v ran past their stage's bound\n", st.HeldUp)
+		}
+	}
 	for _, a := range p.Actions {
 		fmt.Fprintf(w, "Action:   %s\n", describeActions([]Action{a}))
 	}

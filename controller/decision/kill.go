@@ -22,7 +22,7 @@ func (p Plan) kill(in Input, targets []Container) Plan {
 		return p.with(VerdictNoPath, "the pod's node is not known")
 	}
 	latest := latestCRR(in.CRRs)
-	if n := recordedAttempts(in.Pod); n > 0 && (latest == nil || latest.Attempt < n) {
+	if n := recordedAttempts(in.Pod, in.stage); n > 0 && (latest == nil || latest.Attempt < n) {
 		// kruise deleted the CRRs (ttlSecondsAfterFinished) but the pod
 		// records that attempt n was made: count from it, never from one.
 		latest = &CRR{Name: fmt.Sprintf("ContainerRecreateRequest attempt %d (deleted since)", n), Attempt: n, Phase: "Completed"}
@@ -166,7 +166,7 @@ func (p *Plan) planCRR(in Input, latest *CRR, inFlight bool, deadline time.Time,
 		}
 	}
 	p.Actions = append(p.Actions, Action{Kind: ActionCreateCRR, Containers: names(cs),
-		CRRName: CRRName(in.Pod, attempt), Attempt: attempt, ReadPodFirst: !NameGenerated(in.Pod)})
+		CRRName: StageCRRName(in.Pod, in.stage, attempt), Attempt: attempt, Stage: in.stage, ReadPodFirst: !NameGenerated(in.Pod)})
 	return waiting, noPath
 }
 
@@ -213,6 +213,8 @@ func describeActions(actions []Action) string {
 			parts[i] = fmt.Sprintf("ContainerRecreateRequest %s (attempt %d) stops %v", a.CRRName, a.Attempt, a.Containers)
 		case ActionSwapImage:
 			parts[i] = fmt.Sprintf("image swap stops %v", a.Containers)
+		case ActionDeleteCRR:
+			parts[i] = fmt.Sprintf("ContainerRecreateRequest %s of stop-order stage %d is deleted, so kruise-daemon takes up the next stage's", a.CRRName, a.Stage)
 		case ActionSettlePhase:
 			parts[i] = fmt.Sprintf("phase settled to %s before stopping ignore-exit-code sidecars %v", a.Phase, a.Containers)
 		}

@@ -28,6 +28,11 @@ const (
 	ActionCreateCRR ActionKind = "ContainerRecreateRequest"
 	// ActionSwapImage patches the sidecars' images to a quick-exit image.
 	ActionSwapImage ActionKind = "ImageSwap"
+	// ActionDeleteCRR deletes a CRR of an earlier stop-order stage whose
+	// sidecars are done with: kruise-daemon works on one CRR of a pod at a
+	// time, and under restartPolicy Never a CRR stays Recreating until its
+	// deadline, so the next stage's CRR would wait behind it.
+	ActionDeleteCRR ActionKind = "DeleteContainerRecreateRequest"
 	// ActionSettlePhase patches the pod's status to a terminal phase before
 	// its ignore-exit-code sidecars are stopped.
 	ActionSettlePhase ActionKind = "SettlePhase"
@@ -41,6 +46,8 @@ type Action struct {
 	// For ActionCreateCRR.
 	CRRName string
 	Attempt int
+	// Stage is the stop-order stage the CRR or swap is for (0 without an order).
+	Stage int
 	// ReadPodFirst: the pod's name may be taken by a later pod (it was not
 	// generated), so the pod is read live before the CRR, whose spec.podName
 	// kruise binds to whichever pod has the name.
@@ -48,6 +55,9 @@ type Action struct {
 
 	// For ActionSwapImage.
 	Swaps []Swap
+	// StageMark, when set, is written to the pod's AnnotationStopStage in
+	// the same patch: when this stage of the stop order began.
+	StageMark string
 
 	// For ActionSettlePhase.
 	Phase corev1.PodPhase
@@ -78,6 +88,8 @@ const (
 	ReasonSidecarKillFailed        = "SidecarKillFailed"
 	ReasonSidecarKillGaveUp        = "SidecarKillGaveUp"
 	ReasonPhaseSettleRefused       = "PhaseSettleRefused"
+	ReasonInvalidStopOrder         = "InvalidStopOrder"
+	ReasonStopOrderHeldUp          = "StopOrderHeldUp"
 )
 
 // Plan is the outcome of Decide.
@@ -91,6 +103,8 @@ type Plan struct {
 	FailedKills []string
 	// MainsDoneAt is when the last main container exited, when they are all done.
 	MainsDoneAt time.Time
+	// Stage is where the pod is in its stop order; nil without one.
+	Stage *StageStatus
 	// RequeueAfter asks to look again after this long even if nothing changes.
 	RequeueAfter time.Duration
 }

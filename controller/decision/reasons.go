@@ -8,6 +8,7 @@ func WarningReasons() []string {
 		ReasonInvalidSidecarEnv, ReasonInvalidQuickExitImage, ReasonQuickExitImageNotAllowed,
 		ReasonUnknownSidecarName, ReasonNoMainContainer, ReasonNoTerminationPath, ReasonNodeNotFound,
 		ReasonSidecarKillFailed, ReasonSidecarKillGaveUp, ReasonPhaseSettleRefused, ReasonSidecarRestartsAfterKill, ReasonNearMissMark,
+		ReasonInvalidStopOrder, ReasonStopOrderHeldUp,
 	}
 }
 

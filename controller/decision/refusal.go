@@ -3,6 +3,7 @@ package decision
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -179,11 +180,33 @@ func refusedCRRFor(in Input, container string) *Refusal {
 	return r
 }
 
-// recordedAttempts reads AnnotationCRRAttempts; zero when absent or unusable.
-func recordedAttempts(pod *corev1.Pod) int {
-	n, err := strconv.Atoi(pod.Annotations[AnnotationCRRAttempts])
-	if err != nil || n < 0 {
+// recordedAttempts reads AnnotationCRRAttempts for a stop-order stage; zero
+// when absent, unusable, or recorded for another stage.
+func recordedAttempts(pod *corev1.Pod, stage int) int {
+	raw := pod.Annotations[AnnotationCRRAttempts]
+	recordedStage := 0
+	if s, n, ok := strings.Cut(raw, ":"); ok {
+		var err error
+		if recordedStage, err = strconv.Atoi(s); err != nil {
+			return 0
+		}
+		raw = n
+	}
+	n, err := strconv.Atoi(raw)
+	if err != nil || n < 0 || recordedStage != stage {
 		return 0
 	}
 	return n
+}
+
+// AttemptsMark is the AnnotationCRRAttempts value for a CRR attempt of a
+// stop-order stage: the bare number for stage 0 (every pod without an
+// order), "<stage>:<attempt>" for later stages, so that each stage counts its
+// own attempts. A stage never comes back once a later one began, so one
+// value per pod is enough.
+func AttemptsMark(stage, attempt int) string {
+	if stage == 0 {
+		return strconv.Itoa(attempt)
+	}
+	return strconv.Itoa(stage) + ":" + strconv.Itoa(attempt)
 }

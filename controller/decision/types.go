@@ -14,6 +14,13 @@ const (
 	EnvIgnoreExitCode        = "KRUISE_TERMINATE_SIDECAR_IGNORE_EXIT_CODE"
 	AnnotationSidecars       = "sidecar-terminator.io/sidecars"
 	AnnotationQuickExitImage = "sidecar-terminator.io/quick-exit-image"
+	// AnnotationStopOrder orders the sidecars' stop: comma-separated names,
+	// first stopped first; sidecars it does not name are stopped before them.
+	AnnotationStopOrder = "sidecar-terminator.io/stop-order"
+	// AnnotationStopStage is written by the controller with a swap that
+	// starts a stage ("<stage> <RFC 3339 time>"): a swap leaves no object of
+	// its own whose creation time says when the stage began, as a CRR does.
+	AnnotationStopStage = "sidecar-terminator.io/stop-stage"
 	// AnnotationCRRAttempts records, on a pod whose first kill failed, the
 	// CRR attempt made last: kruise deletes finished CRRs (ttl), and a
 	// restarted controller remembers nothing, but the count must not reset.
@@ -88,6 +95,7 @@ type Node struct {
 type CRR struct {
 	Name       string
 	Attempt    int
+	Stage      int // the stop-order stage it was made for; 0 without an order
 	Containers []string
 	// RestartCounts holds each target's restart count when the CRR was
 	// admitted (kruise's statusContext), where known.
@@ -150,6 +158,11 @@ type Input struct {
 	Refusals []Refusal
 	Now      time.Time
 	Policy   Policy
+
+	// stage is the stop-order stage being planned: set by the stop-order
+	// layer on the copy of the input it hands to kill, whose CRRs are then
+	// that stage's only.
+	stage int
 }
 
 // MinCRRDeadline is the shortest activeDeadlineSeconds OpenKruise's CRR

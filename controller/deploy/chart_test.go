@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/sidecar-terminator/sidecar-terminator/controller/app"
@@ -41,7 +42,7 @@ func TestHelmLint(t *testing.T) {
 // a silently ignored setting.
 func TestValuesSchemaRejectsUnknownAndMistypedValues(t *testing.T) {
 	helm, chart := helmBinary(t), ChartDir(repoRoot(t))
-	for _, set := range []string{"replicas=3", "crr.deadline=soon", "image.pullPolicy=Sometimes", "quickExitImageAllowlist=x"} {
+	for _, set := range []string{"replicas=3", "kubeAPI.qps=0", "kubeAPI.burst=0", "crr.deadline=soon", "image.pullPolicy=Sometimes", "quickExitImageAllowlist=x"} {
 		_, err := Template(context.Background(), helm, chart, "st-test", "--set", set)
 		if err == nil {
 			t.Errorf("--set %s rendered; want a schema error", set)
@@ -342,6 +343,52 @@ func unstructuredSlice(obj map[string]any, fields ...string) ([]any, bool, error
 	}
 	s, ok := cur.([]any)
 	return s, ok, nil
+}
+
+// The FlowSchema is the platform team's choice: none by default; when asked
+// for, it names the controller's ServiceAccount, the recommended level, and
+// every resource the controller reads or writes except events.
+func TestFlowSchemaOptional(t *testing.T) {
+	if n := count(render(t), "FlowSchema"); n != 0 {
+		t.Errorf("%d FlowSchemas by default, want 0", n)
+	}
+	objs := render(t, "--set", "flowControl.enabled=true")
+	fs := only(t, objs, "FlowSchema")
+	sa := only(t, objs, "ServiceAccount")
+	if level, _, _ := unstructured.NestedString(fs.Object, "spec", "priorityLevelConfiguration", "name"); level != "workload-high" {
+		t.Errorf("priority level %q, want workload-high", level)
+	}
+	rules, _, _ := unstructuredSlice(fs.Object, "spec", "rules")
+	if len(rules) != 1 {
+		t.Fatalf("rules %v, want one", rules)
+	}
+	rule := rules[0].(map[string]any)
+	subjects := rule["subjects"].([]any)
+	subj := subjects[0].(map[string]any)["serviceAccount"].(map[string]any)
+	if len(subjects) != 1 || subj["name"] != sa.GetName() || subj["namespace"] != sa.GetNamespace() {
+		t.Errorf("subjects %v, want only ServiceAccount %s/%s", subjects, sa.GetNamespace(), sa.GetName())
+	}
+	covered := map[string]bool{}
+	for _, r := range rule["resourceRules"].([]any) {
+		rr := r.(map[string]any)
+		for _, g := range rr["apiGroups"].([]any) {
+			for _, res := range rr["resources"].([]any) {
+				covered[g.(string)+"/"+res.(string)] = true
+			}
+		}
+	}
+	for _, p := range kube.Permissions {
+		key := p.Group + "/" + p.Resource
+		if p.Resource == "events" {
+			if covered[key] {
+				t.Errorf("events are in the FlowSchema; they should stay best-effort")
+			}
+			continue
+		}
+		if !covered[key] {
+			t.Errorf("the controller uses %s, which the FlowSchema does not cover", key)
+		}
+	}
 }
 
 // TestAllowlistFailsClosed: the chart's default allows only the project's

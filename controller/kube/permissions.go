@@ -12,10 +12,10 @@ type Permission struct {
 // manifests grant exactly these (a test checks it), and the real-API-server
 // test runs the binary under that grant.
 var Permissions = []Permission{
-	{Group: "", Resource: "pods", Verbs: []string{"get", "list", "watch", "patch"}}, // informer; LiveReader; image swap
-	{Group: "", Resource: "pods/status", Verbs: []string{"patch"}},                  // ignore-exit-code phase settling
-	{Group: "", Resource: "nodes", Verbs: []string{"get", "list", "watch"}},         // metadata informer; LiveReader
-	{Group: "apps.kruise.io", Resource: "containerrecreaterequests", Verbs: []string{"create", "get", "list", "watch"}},
-	{Group: "", Resource: "events", Verbs: []string{"create", "patch", "list"}},                                      // record.EventRecorder creates, then patches aggregated events; a new leader lists ours once
-	{Group: "coordination.k8s.io", Resource: "leases", Verbs: []string{"get", "create", "update"}, Namespaced: true}, // leader election
+	{Group: "", Resource: "pods", Verbs: []string{"get", "list", "watch", "patch"}},                                               // informer; LiveReader; image swap
+	{Group: "", Resource: "pods/status", Verbs: []string{"patch"}},                                                                // ignore-exit-code phase settling
+	{Group: "", Resource: "nodes", Verbs: []string{"get", "list", "watch"}},                                                       // metadata informer; LiveReader
+	{Group: "apps.kruise.io", Resource: "containerrecreaterequests", Verbs: []string{"create", "delete", "get", "list", "watch"}}, // delete: a stop order's earlier stage
+	{Group: "", Resource: "events", Verbs: []string{"create", "patch", "list"}},                                                   // record.EventRecorder creates, then patches aggregated events; a new leader lists ours once
+	{Group: "coordination.k8s.io", Resource: "leases", Verbs: []string{"get", "create", "update"}, Namespaced: true},              // leader election
 }

@@ -46,6 +46,14 @@ func (w Writer) CreateCRR(ctx context.Context, crr *kruisev1alpha1.ContainerRecr
 	return err
 }
 
+func (w Writer) DeleteCRR(ctx context.Context, namespace, name string) error {
+	err := w.Kruise.AppsV1alpha1().ContainerRecreateRequests(namespace).Delete(ctx, name, metav1.DeleteOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
 func (w Writer) PatchPod(ctx context.Context, namespace, name string, patch []byte) error {
 	_, err := w.Client.CoreV1().Pods(namespace).Patch(ctx, name, types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
 	return err

@@ -14,6 +14,7 @@ type NopWriter struct{}
 func (NopWriter) CreateCRR(context.Context, *kruisev1alpha1.ContainerRecreateRequest, bool) error {
 	return nil
 }
+func (NopWriter) DeleteCRR(context.Context, string, string) error              { return nil }
 func (NopWriter) PatchPod(context.Context, string, string, []byte) error       { return nil }
 func (NopWriter) PatchPodStatus(context.Context, string, string, []byte) error { return nil }
 func (NopWriter) AnnotatePod(context.Context, string, string, types.UID, string, string) error {

@@ -29,6 +29,8 @@ type Writer interface {
 	// that name when the CRR is admitted, so a CRR for a pod replaced under
 	// the same name would stop the new pod's sidecars.
 	CreateCRR(ctx context.Context, crr *kruisev1alpha1.ContainerRecreateRequest, readPodFirst bool) error
+	// DeleteCRR deletes the named CRR; one already gone is not an error.
+	DeleteCRR(ctx context.Context, namespace, name string) error
 	// PatchPod applies a JSON patch (RFC 6902) to the pod.
 	PatchPod(ctx context.Context, namespace, name string, jsonPatch []byte) error
 	// PatchPodStatus applies a JSON patch to the pod's status subresource.

@@ -94,6 +94,16 @@ func (r *Reconciler) satisfied(pod *corev1.Pod, pending []expectation) bool {
 			if !found {
 				return false
 			}
+		case decision.ActionDeleteCRR:
+			crrs, err := r.read.CRRs(pod)
+			if err != nil {
+				return false
+			}
+			for _, c := range crrs {
+				if c.Name == e.action.CRRName {
+					return false
+				}
+			}
 		case decision.ActionSwapImage:
 			for _, s := range e.action.Swaps {
 				if s.Index >= len(pod.Spec.Containers) || pod.Spec.Containers[s.Index].Image != s.To {

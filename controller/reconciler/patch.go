@@ -3,6 +3,7 @@ package reconciler
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -23,7 +24,11 @@ type jsonPatchOp struct {
 // while the cache still showed the old; and on each container's name and
 // current image, so that an image someone else changed in the meantime, or a
 // reordered container list, fails the whole patch instead of being overwritten.
-func swapPatch(uid types.UID, swaps []decision.Swap) ([]byte, error) {
+//
+// stageMark, when set, is recorded in the pod's stop-stage annotation by the
+// same patch. Only pods with a stop order get one, so their annotations exist
+// and the add op has a parent.
+func swapPatch(uid types.UID, swaps []decision.Swap, stageMark string) ([]byte, error) {
 	ops := []jsonPatchOp{{Op: "test", Path: "/metadata/uid", Value: uid}}
 	for _, s := range swaps {
 		base := fmt.Sprintf("/spec/containers/%d", s.Index)
@@ -31,6 +36,9 @@ func swapPatch(uid types.UID, swaps []decision.Swap) ([]byte, error) {
 			jsonPatchOp{Op: "test", Path: base + "/name", Value: s.Container},
 			jsonPatchOp{Op: "test", Path: base + "/image", Value: s.From},
 			jsonPatchOp{Op: "replace", Path: base + "/image", Value: s.To})
+	}
+	if stageMark != "" {
+		ops = append(ops, jsonPatchOp{Op: "add", Path: "/metadata/annotations/" + jsonPointerEscape(decision.AnnotationStopStage), Value: stageMark})
 	}
 	return json.Marshal(ops)
 }
@@ -76,4 +84,9 @@ func conditionIndex(pod *corev1.Pod, t corev1.PodConditionType) int {
 		}
 	}
 	return -1
+}
+
+// jsonPointerEscape escapes a map key for a JSON pointer (RFC 6901).
+func jsonPointerEscape(key string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(key, "~", "~0"), "/", "~1")
 }

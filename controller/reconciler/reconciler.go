@@ -22,10 +22,12 @@ import (
 // Labels on the CRRs this controller makes: the controller's informer lists
 // only CRRs carrying LabelManagedBy, and finds a pod's by LabelPodUID.
 const (
-	LabelManagedBy   = "sidecar-terminator.io/managed-by"
-	ManagedByValue   = "sidecar-terminator"
-	LabelPodUID      = "sidecar-terminator.io/pod-uid"
-	LabelAttempt     = "sidecar-terminator.io/attempt"
+	LabelManagedBy = "sidecar-terminator.io/managed-by"
+	ManagedByValue = "sidecar-terminator"
+	LabelPodUID    = "sidecar-terminator.io/pod-uid"
+	LabelAttempt   = "sidecar-terminator.io/attempt"
+	// LabelStage is the stop-order stage a CRR was made for; absent for 0.
+	LabelStage       = "sidecar-terminator.io/stage"
 	ReasonTerminated = "SidecarTerminating"
 	// AnnotationSettled records when the controller settled a pod's phase.
 	AnnotationSettled = "sidecar-terminator.io/phase-settled-at"
@@ -335,14 +337,16 @@ func (r *Reconciler) send(ctx context.Context, pod *corev1.Pod, a decision.Actio
 		// decision reads it (decision.AnnotationCRRAttempts); it survives the
 		// CRRs and a controller restart. The first attempt writes nothing
 		// more: the happy path stays one write per pod.
-		if a.Attempt > 1 && pod.Annotations[decision.AnnotationCRRAttempts] != strconv.Itoa(a.Attempt) {
-			if err := r.write.AnnotatePod(ctx, pod.Namespace, pod.Name, pod.UID, decision.AnnotationCRRAttempts, strconv.Itoa(a.Attempt)); err != nil {
+		if mark := decision.AttemptsMark(a.Stage, a.Attempt); a.Attempt > 1 && pod.Annotations[decision.AnnotationCRRAttempts] != mark {
+			if err := r.write.AnnotatePod(ctx, pod.Namespace, pod.Name, pod.UID, decision.AnnotationCRRAttempts, mark); err != nil {
 				return err
 			}
 		}
 		return r.write.CreateCRR(ctx, r.newCRR(pod, a), a.ReadPodFirst)
+	case decision.ActionDeleteCRR:
+		return r.write.DeleteCRR(ctx, pod.Namespace, a.CRRName)
 	case decision.ActionSwapImage:
-		patch, err := swapPatch(pod.UID, a.Swaps)
+		patch, err := swapPatch(pod.UID, a.Swaps, a.StageMark)
 		if err != nil {
 			return err
 		}
@@ -370,6 +374,8 @@ func describe(a decision.Action) string {
 	switch a.Kind {
 	case decision.ActionCreateCRR:
 		return fmt.Sprintf("Stopping sidecars %v: created ContainerRecreateRequest %s (attempt %d); kruise-daemon stops them", a.Containers, a.CRRName, a.Attempt)
+	case decision.ActionDeleteCRR:
+		return fmt.Sprintf("Deleted ContainerRecreateRequest %s of stop-order stage %d (for %v), whose turn is over, so that kruise-daemon takes up the next stage's", a.CRRName, a.Stage, a.Containers)
 	case decision.ActionSwapImage:
 		return fmt.Sprintf("Stopping sidecars %v: swapped their image for the quick-exit image %s", a.Containers, a.Swaps[0].To)
 	default:
@@ -387,6 +393,9 @@ func (r *Reconciler) newCRR(pod *corev1.Pod, a decision.Action) *kruisev1alpha1.
 	crr := &kruisev1alpha1.ContainerRecreateRequest{}
 	crr.Namespace, crr.Name = pod.Namespace, a.CRRName
 	crr.Labels = map[string]string{LabelManagedBy: ManagedByValue, LabelPodUID: string(pod.UID), LabelAttempt: strconv.Itoa(a.Attempt)}
+	if a.Stage > 0 {
+		crr.Labels[LabelStage] = strconv.Itoa(a.Stage)
+	}
 	crr.OwnerReferences = []metav1OwnerReference{podOwnerReference(pod)}
 	crr.Spec = kruisev1alpha1.ContainerRecreateRequestSpec{
 		PodName: pod.Name,
@@ -411,7 +420,10 @@ func crrFacts(c *kruisev1alpha1.ContainerRecreateRequest) decision.CRR {
 		// An edited label must not reset the attempt count to zero.
 		attempt = 1
 	}
-	f := decision.CRR{Name: c.Name, Attempt: attempt, Phase: string(c.Status.Phase), Created: c.CreationTimestamp.Time}
+	// A missing or edited stage label reads as stage 0, whose CRRs a pod
+	// with an order has only for the sidecars it does not name.
+	stage, _ := strconv.Atoi(c.Labels[LabelStage])
+	f := decision.CRR{Name: c.Name, Attempt: attempt, Stage: max(stage, 0), Phase: string(c.Status.Phase), Created: c.CreationTimestamp.Time}
 	if d := c.Spec.ActiveDeadlineSeconds; d != nil {
 		f.Deadline = time.Duration(*d) * time.Second
 	}

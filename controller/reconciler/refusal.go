@@ -110,7 +110,7 @@ func boundedMessage(s string) string {
 
 // refusalKinds orders the remembered refusals, so the decision's input (and
 // the simulator's trace) never depends on map order.
-var refusalKinds = []decision.ActionKind{decision.ActionCreateCRR, decision.ActionSwapImage, decision.ActionSettlePhase}
+var refusalKinds = []decision.ActionKind{decision.ActionCreateCRR, decision.ActionSwapImage, decision.ActionSettlePhase, decision.ActionDeleteCRR}
 
 // remember records a refusal in the pod's memory, counting refusals of the
 // same write (same kind; for a CRR, the same attempt) in a row.

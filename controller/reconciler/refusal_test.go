@@ -63,6 +63,9 @@ func (w *world) answer(method string) error {
 func (w *world) CreateCRR(_ context.Context, crr *kruisev1alpha1.ContainerRecreateRequest, _ bool) error {
 	return w.answer("crr " + crr.Name)
 }
+func (w *world) DeleteCRR(_ context.Context, _, name string) error {
+	return w.answer("delete " + name)
+}
 func (w *world) PatchPod(context.Context, string, string, []byte) error { return w.answer("swap") }
 func (w *world) PatchPodStatus(context.Context, string, string, []byte) error {
 	return w.answer("settle")

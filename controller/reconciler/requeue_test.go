@@ -2,9 +2,13 @@ package reconciler
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 type recordingQueue struct{ calls []string }
@@ -26,6 +30,12 @@ func TestRequeue(t *testing.T) {
 		{"an error wins over a wait", time.Minute, errors.New("timeout"), []string{"AddRateLimited p"}},
 		{"a wait resets the back-off and syncs later", 10 * time.Second, nil, []string{"Forget p", "AddAfter p 10s"}},
 		{"a finished sync resets the back-off", 0, nil, []string{"Forget p"}},
+		{"a 429 the client gave up on waits the server's Retry-After", 0,
+			fmt.Errorf("create CRR: %w", apierrors.NewTooManyRequests("try later", 3)), []string{"AddAfter p 3s"}},
+		{"a 429 without Retry-After backs off as any error", 0,
+			apierrors.NewTooManyRequests("try later", 0), []string{"AddRateLimited p"}},
+		{"a server timeout with Retry-After waits it", 0,
+			apierrors.NewServerTimeout(schema.GroupResource{Resource: "pods"}, "patch", 2), []string{"AddAfter p 2s"}},
 	} {
 		q := &recordingQueue{}
 		Requeue[string](q, "p", tc.after, tc.err)

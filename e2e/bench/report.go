@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/sidecar-terminator/sidecar-terminator/controller/app"
 )
 
 // WriteFiles writes the report as JSON and as a Markdown table.
@@ -34,8 +36,8 @@ func WriteJSON(path string, v any) error {
 // Markdown renders the report's table.
 func (r *Report) Markdown() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Run %s on %s: %d rounds of a burst of %d pods (half CRR, half image swap) for each terminator, alternating which goes first; %d background pods, %d idle Job pods; both terminators with %d workers, %g QPS.\n\n",
-		r.Date, r.Machine, len(r.Rounds), r.Config.BurstPods, r.Config.BackgroundPods, r.Config.IdleJobPods, r.Config.Workers, r.Config.QPS)
+	fmt.Fprintf(&b, "Run %s on %s: %d rounds of a burst of %d pods (half CRR, half image swap) for each terminator, alternating which goes first; %d background pods, %d idle Job pods; %s.\n\n",
+		r.Date, r.Machine, len(r.Rounds), r.Config.BurstPods, r.Config.BackgroundPods, r.Config.IdleJobPods, r.Config.settings())
 	fmt.Fprintf(&b, "| round | terminator | p50 | p90 | p99 | max | all Succeeded | mains' exits written in | not acted on | CPU s / 1000 pods | RSS after burst |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for i, round := range r.Rounds {
 		for _, x := range []BurstResult{round.Controller, round.Yardstick} {
@@ -58,4 +60,20 @@ func (r *Report) Markdown() string {
 	fmt.Fprintf(&b, "- yardstick RSS (untrimmed cache of every pod): %s after its initial list, %s after its last burst; controller / yardstick after the last bursts: **%.2f×**\n",
 		mib(r.YardstickRSSInitial), mib(last.Yardstick.RSSBytesAfter), r.RSSRatioAfter)
 	return b.String()
+}
+
+// settings says how both terminators were run, and whether that is how the
+// controller ships.
+func (c Config) settings() string {
+	limit := "no client-side rate limiter"
+	if c.QPS > 0 {
+		limit = fmt.Sprintf("client QPS %g, burst %d", c.QPS, c.Burst)
+	}
+	s := fmt.Sprintf("both terminators with %d workers and %s", c.Workers, limit)
+	if c.Workers == app.DefaultWorkers && c.QPS < 0 {
+		s += " (the controller's shipped defaults)"
+	} else {
+		s += " (NOT the controller's shipped defaults)"
+	}
+	return s
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -27,17 +28,31 @@ const (
 	KubeControllerManager = "kube-controller-manager"
 	KubeScheduler         = "kube-scheduler"
 	Kubelet               = "kubelet"
+	KubeProxy             = "kube-proxy"
 )
 
+// AllKubernetesBinaries is every component the local cluster runs. A
+// build of any missing one builds all the missing ones in one `go build`,
+// so they share one module graph and one compilation of their common
+// packages.
+var AllKubernetesBinaries = []string{KubeAPIServer, KubeControllerManager, KubeScheduler, Kubelet, KubeProxy}
+
 // KubernetesBinaries builds (once) and returns the paths of the named
-// Kubernetes components, e.g. KubernetesBinaries(ctx, KubeAPIServer).
+// Kubernetes components, e.g. KubernetesBinaries(ctx, KubeAPIServer). Any
+// missing component of AllKubernetesBinaries is built with them, in the
+// same `go build`.
 func KubernetesBinaries(ctx context.Context, names ...string) (map[string]string, error) {
 	cache, err := CacheDir()
 	if err != nil {
 		return nil, err
 	}
 	dir := filepath.Join(cache, "kubernetes-"+KubernetesVersion)
-	return ensureBinaries(ctx, dir, names, func(tmp string, missing []string) error {
+	for _, n := range names {
+		if !slices.Contains(AllKubernetesBinaries, n) {
+			return nil, fmt.Errorf("unknown Kubernetes component %q", n)
+		}
+	}
+	return ensureBinaries(ctx, dir, AllKubernetesBinaries, func(tmp string, missing []string) error {
 		mod, err := writeKubernetesWrapper(ctx, tmp)
 		if err != nil {
 			return err
@@ -48,10 +63,18 @@ func KubernetesBinaries(ctx context.Context, names ...string) (map[string]string
 		minor := strings.Split(KubernetesVersion, ".")[1]
 		ldflags := fmt.Sprintf("-s -w -X %[1]s.gitVersion=%[2]s -X %[1]s.gitMajor=1 -X %[1]s.gitMinor=%[3]s -X %[1]s.gitTreeState=clean",
 			pkg, KubernetesVersion, minor)
+		// With several packages, -o names a directory and each binary is
+		// written there under its package's name, which is the cmd dir.
+		args := []string{"-ldflags", ldflags}
 		for _, n := range missing {
-			if err := goBuild(ctx, mod, filepath.Join(tmp, n), "-ldflags", ldflags, "k8s.io/kubernetes/cmd/"+n); err != nil {
-				return fmt.Errorf("build %s %s: %w", n, KubernetesVersion, err)
-			}
+			args = append(args, "k8s.io/kubernetes/cmd/"+n)
+		}
+		out := filepath.Join(tmp, missing[0])
+		if len(missing) > 1 {
+			out = tmp + string(filepath.Separator)
+		}
+		if err := goBuild(ctx, mod, out, args...); err != nil {
+			return fmt.Errorf("build %s %s: %w", strings.Join(missing, ", "), KubernetesVersion, err)
 		}
 		return nil
 	})

@@ -62,7 +62,10 @@ func Up(ctx context.Context, opts UpOptions) (_ *Cluster, err error) {
 	t0 := time.Now()
 	// Build everything first (in parallel with nothing else running), so a
 	// cold cache shows up as build time, not as a start timeout.
-	if _, err := KubernetesBinaries(ctx, KubeAPIServer, KubeControllerManager, KubeScheduler, Kubelet); err != nil {
+	if _, err := KubernetesBinaries(ctx, AllKubernetesBinaries...); err != nil {
+		return nil, err
+	}
+	if _, err := EtcdBinary(ctx); err != nil {
 		return nil, err
 	}
 	if !opts.NoKruise {

@@ -77,7 +77,8 @@ func StartControlPlane(ctx context.Context, opts Options) (_ *ControlPlane, err 
 	if err != nil {
 		return nil, err
 	}
-	opts.Logf("binaries ready in %s", time.Since(t0).Round(time.Millisecond))
+	// No line of its own for the builds: "control plane up in" includes
+	// them, and Up, which builds everything first, reports them once.
 
 	if opts.RunDir == "" {
 		if opts.RunDir, err = os.MkdirTemp("", "st-cluster-"); err != nil {
@@ -179,9 +180,17 @@ func (c *ControlPlane) startAPIServer(ctx context.Context, bin, etcdURL string) 
 	if err != nil {
 		return err
 	}
+	// The advertised address is what the kubernetes Service's Endpoints
+	// name: it may not be loopback (Endpoints validation refuses it), so it
+	// is the node's recorded address. The apiserver still listens on
+	// 127.0.0.1 only; pods reach it through APIServerChain.
+	advertise, err := nodeIP()
+	if err != nil {
+		return err
+	}
 	args := []string{
 		"--etcd-servers=" + etcdURL,
-		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port=" + itoa(port),
+		"--bind-address=127.0.0.1", "--advertise-address=" + advertise, "--secure-port=" + itoa(port),
 		"--cert-dir=" + filepath.Join(c.RunDir, "apiserver-certs"),
 		"--tls-cert-file=" + serving, "--tls-private-key-file=" + servingKey,
 		"--client-ca-file=" + c.PKI.CAFile(),

@@ -14,7 +14,7 @@ import (
 
 // nodeProcesses are the processes tied to the node's containerd, stopped
 // (newest first) before it; the control plane outlives them.
-var nodeProcesses = map[string]bool{KruiseDaemon: true, Kubelet: true, "containerd": true}
+var nodeProcesses = map[string]bool{KruiseDaemon: true, KubeProxy: true, Kubelet: true, "containerd": true}
 
 func containerdSocket(runDir string) string {
 	return filepath.Join(runDir, "node", "hostvarrun", "containerd", "containerd.sock")
@@ -134,6 +134,11 @@ func CheckClean(runDir string) []string {
 	}
 	if fwd, _ := os.ReadFile("/proc/sys/net/ipv4/ip_forward"); strings.TrimSpace(string(fwd)) != h.IPForward {
 		left = append(left, "net.ipv4.ip_forward="+strings.TrimSpace(string(fwd))+" (was "+h.IPForward+")")
+	}
+	for name, was := range h.Sysctls {
+		if now, err := readSysctl(name); err == nil && now != was {
+			left = append(left, fmt.Sprintf("sysctl %s=%s (was %s)", name, now, was))
+		}
 	}
 	return left
 }

@@ -21,7 +21,17 @@ type HostState struct {
 	Existed map[string]bool `json:"existed"`
 	// Chains are the iptables chains per "binary/table" before the run.
 	Chains map[string][]string `json:"chains"`
+	// Sysctls are the values of hostSysctls before the run; a sysctl the
+	// host does not have is absent.
+	Sysctls map[string]string `json:"sysctls,omitempty"`
 }
+
+// hostSysctls are set by kube-proxy (route_localnet, for NodePorts on
+// localhost) or by the harness (route_localnet for APIServerChain;
+// bridge-nf-call-iptables, so that a reply from a pod to a pod on the same
+// bridge passes the nat table and is translated back from a Service
+// address).
+var hostSysctls = []string{"net/ipv4/conf/all/route_localnet", "net/bridge/bridge-nf-call-iptables"}
 
 // hostPaths are created by the node's components whatever their config says.
 var hostPaths = []string{
@@ -57,6 +67,12 @@ func RecordHostState(runDir string) (*HostState, error) {
 	for _, p := range append(hostPaths, kubepodsCgroups()...) {
 		_, err := os.Lstat(p)
 		h.Existed[p] = err == nil
+	}
+	h.Sysctls = map[string]string{}
+	for _, name := range hostSysctls {
+		if v, err := readSysctl(name); err == nil {
+			h.Sysctls[name] = v
+		}
 	}
 	for _, bin := range []string{"iptables", "ip6tables"} {
 		for _, t := range iptablesTables {
@@ -105,10 +121,11 @@ func iptablesChains(bin, table string) ([]string, error) {
 	return chains, nil
 }
 
-// ours: chains that the kubelet (KUBE-*) or CNI (CNI-*) add. Other new
-// chains may belong to someone else running on the host at the same time.
+// ours: chains that the kubelet or kube-proxy (KUBE-*), CNI (CNI-*) or the
+// harness (ST-*, APIServerChain) add. Other new chains may belong to
+// someone else running on the host at the same time.
 func ours(chain string) bool {
-	return strings.HasPrefix(chain, "KUBE-") || strings.HasPrefix(chain, "CNI-")
+	return strings.HasPrefix(chain, "KUBE-") || strings.HasPrefix(chain, "CNI-") || strings.HasPrefix(chain, "ST-")
 }
 
 // Restore undoes what the run changed. It must run after every node process
@@ -152,6 +169,13 @@ func (h *HostState) Restore(runDir string) error {
 	}
 	if err := os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte(h.IPForward+"\n"), 0o644); err != nil {
 		errs = append(errs, fmt.Errorf("restore ip_forward=%s: %w", h.IPForward, err))
+	}
+	for name, v := range h.Sysctls {
+		if now, err := readSysctl(name); err == nil && now != v {
+			if err := writeSysctl(name, v); err != nil {
+				errs = append(errs, fmt.Errorf("restore: %w", err))
+			}
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -64,7 +64,7 @@ func StartNode(ctx context.Context, cp *ControlPlane, opts NodeOptions) (_ *Node
 	if os.Geteuid() != 0 {
 		return nil, errors.New("a real node needs root (kubelet, containerd, cgroups, network namespaces)")
 	}
-	bins, err := KubernetesBinaries(ctx, Kubelet)
+	bins, err := KubernetesBinaries(ctx, Kubelet, KubeProxy)
 	if err != nil {
 		return nil, err
 	}
@@ -89,6 +89,14 @@ func StartNode(ctx context.Context, cp *ControlPlane, opts NodeOptions) (_ *Node
 		return nil, err
 	}
 	if err := n.startKubelet(ctx, bins[Kubelet]); err != nil {
+		return nil, err
+	}
+	// A reply from a pod to a pod on the same bridge must pass the nat
+	// table to be translated back from a Service address.
+	if err := writeSysctl("net/bridge/bridge-nf-call-iptables", "1"); err != nil {
+		return nil, err
+	}
+	if err := n.startKubeProxy(ctx, bins[KubeProxy], opts.PodSubnet); err != nil {
 		return nil, err
 	}
 	return n, nil

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/sidecar-terminator/sidecar-terminator/controller/app"
 	"github.com/sidecar-terminator/sidecar-terminator/e2e/bench"
 )
 
@@ -31,9 +32,11 @@ func main() {
 	fs.IntVar(&cfg.BackgroundPods, "background", 50000, "restartPolicy Always pods in the cluster")
 	fs.IntVar(&cfg.IdleJobPods, "idle-jobs", 1000, "Job pods whose mains keep running")
 	fs.IntVar(&cfg.Rounds, "rounds", 3, "bursts of each terminator, alternating which goes first")
-	fs.IntVar(&cfg.Workers, "workers", 32, "workers of both terminators (enough that neither waits on its own queue: the API server bounds the burst)")
-	qps := fs.Float64("qps", 500, "client QPS of both terminators")
-	fs.IntVar(&cfg.Burst, "burst", 1000, "client burst of both terminators")
+	// By default the controller runs as shipped (its own defaults) and the
+	// yardstick with as many workers and no client limit either.
+	fs.IntVar(&cfg.Workers, "workers", app.DefaultWorkers, "workers of both terminators (default: the controller's shipped default)")
+	qps := fs.Float64("qps", app.ClientLimitOff, "client QPS of both terminators; -1 (default, as shipped) is no client-side limiter")
+	fs.IntVar(&cfg.Burst, "burst", app.ClientLimitOff, "client burst of both terminators; unused with -qps=-1")
 	fs.StringVar(&cfg.ProfileDir, "profile-dir", "", "run the controller with --profiling and keep its CPU and heap profiles here")
 	out := fs.String("out", "e2e/bench/results", "directory for the results")
 	scenario := fs.String("scenario", "", "chaos: run only this scenario")
