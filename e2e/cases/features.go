@@ -82,6 +82,8 @@ type Observation struct {
 	// CRRs are every CRR name ever seen for the pod, with the containers
 	// each named.
 	CRRs map[string][]string
+	// CRRCreated holds each CRR's creation time.
+	CRRCreated map[string]time.Time
 	// Events are the SidecarTerminating events on the pod.
 	Events []corev1.Event
 }
@@ -137,6 +139,10 @@ func (o *Observation) observePod(ctx context.Context, cl Clients, ns, job string
 	}
 	for _, c := range crrs {
 		o.CRRs[c.GetName()] = CRRContainers(c)
+		if o.CRRCreated == nil {
+			o.CRRCreated = map[string]time.Time{}
+		}
+		o.CRRCreated[c.GetName()] = c.GetCreationTimestamp().Time
 	}
 	return nil
 }

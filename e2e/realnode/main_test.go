@@ -121,6 +121,12 @@ func TestJobs(t *testing.T) {
 	testenv.TestInParallel(t, cases.JobFeatures()...)
 }
 
+// Container restart rules (KEP-5307) on the real kubelet v1.35.4.
+func TestRestartRules(t *testing.T) {
+	requireHost(t)
+	testenv.TestInParallel(t, cases.RestartRuleFeatures()...)
+}
+
 func TestBurstWithControllerRestart(t *testing.T) {
 	requireHost(t)
 	testenv.Test(t, cases.BurstWithRestartFeature(harness, 50).Feature())
