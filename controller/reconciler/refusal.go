@@ -52,6 +52,17 @@ func classify(err error, a decision.Action) (outcome, decision.Refusal) {
 		r.MaybeApplied = true
 	case apierrors.IsTooManyRequests(err),
 		apierrors.IsInternalError(err), apierrors.IsServiceUnavailable(err), apierrors.IsUnauthorized(err):
+	case a.Kind == decision.ActionCreateCRR && (apierrors.IsBadRequest(err) || apierrors.IsNotFound(err)):
+		// Transient too. kruise's CRR webhook answers 400 from its own pod
+		// cache, which can lag ours by a moment: "no containerID in X
+		// containerStatus", "a pending Pod", "no found Pod" (kruise v1.9.1,
+		// pkg/webhook/containerrecreaterequest/validating/
+		// crr_mutating_handler.go); the CRR's own fields are ours and checked
+		// at start. A 404 of the CRR API is rediscovered and retried: a CRD
+		// just installed or upgraded answers 404 for a moment. Both get the
+		// bounded retries with backoff; the rediscovery decides whether the
+		// API is really gone. (Seen on the real node: a sidecar that started
+		// as the main exited got a 400 whose retry came 5 minutes later.)
 	case apierrors.IsForbidden(err), apierrors.IsInvalid(err), apierrors.IsBadRequest(err), apierrors.IsNotFound(err),
 		apierrors.IsMethodNotSupported(err), apierrors.IsNotAcceptable(err), apierrors.IsUnsupportedMediaType(err),
 		apierrors.IsRequestEntityTooLargeError(err):

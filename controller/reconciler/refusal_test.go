@@ -2,6 +2,7 @@ package reconciler_test
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -333,5 +334,26 @@ func TestSwappedSidecarThatNeverStartsIsFollowedThrough(t *testing.T) {
 	}
 	if len(f.w.sent) != 0 {
 		t.Fatalf("wrote %v", f.w.sent)
+	}
+}
+
+// kruise's webhook answers 400 from its own pod cache, which can lag ours
+// ("no containerID ... maybe the container has not been initialized" for a
+// sidecar that started as the main exited): the create is tried again after
+// the short backoff, and succeeds, not after the permanent refusals' wait.
+func TestCRRWebhookBadRequestIsRetriedSoon(t *testing.T) {
+	f := newFixture(jobPod(markCRR))
+	crr := "crr " + decision.CRRName(f.w.pod, 1)
+	p := decision.DefaultPolicy()
+	f.w.answers[crr] = []error{kruisetest.Denied(http.StatusBadRequest,
+		"no containerID in proxy containerStatus, maybe the container has not been initialized")}
+	after := f.sync(t)
+	if len(f.w.sent) != 1 || after != p.RetryBackoff {
+		t.Fatalf("first sync: writes %v, requeue %s; want one create and a requeue after %s", f.w.sent, after, p.RetryBackoff)
+	}
+	f.clock.Step(after)
+	f.sync(t)
+	if len(f.w.sent) != 2 || f.w.sent[1] != crr {
+		t.Fatalf("after the backoff: writes %v, want the same CRR again", f.w.sent)
 	}
 }
