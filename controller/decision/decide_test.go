@@ -465,15 +465,7 @@ func TestDecide(t *testing.T) {
 				t.Errorf("plan has no reason")
 			}
 			// Safety, whatever the row: no action touches a main container.
-			for _, a := range plan.Actions {
-				for _, c := range a.Containers {
-					for _, ctr := range plan.Containers {
-						if ctr.Name == c && ctr.Role != RoleSidecar {
-							t.Errorf("action %s touches %s container %q", a.Kind, ctr.Role, c)
-						}
-					}
-				}
-			}
+			assertOnlySidecarsTouched(t, plan)
 		})
 	}
 }
@@ -679,5 +671,20 @@ func TestExplainShowsEachMainsRestartRule(t *testing.T) {
 	}
 	if strings.Contains(out, `main "log"`) {
 		t.Errorf("explain gives the sidecar a main's restart line:\n%s", out)
+	}
+}
+
+// assertOnlySidecarsTouched is the safety check every decision table runs,
+// whatever the row: no action names a container that is not a sidecar.
+func assertOnlySidecarsTouched(t *testing.T, plan Plan) {
+	t.Helper()
+	for _, a := range plan.Actions {
+		for _, c := range a.Containers {
+			for _, ctr := range plan.Containers {
+				if ctr.Name == c && ctr.Role != RoleSidecar {
+					t.Errorf("action %s touches %s container %q", a.Kind, ctr.Role, c)
+				}
+			}
+		}
 	}
 }

@@ -278,15 +278,7 @@ func TestStopOrder(t *testing.T) {
 			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(want{}, stageWant{})); diff != "" {
 				t.Errorf("plan differs (-want +got):\n%s\nreason: %s\nproblems: %+v", diff, plan.Reason, plan.Problems)
 			}
-			for _, a := range plan.Actions {
-				for _, c := range a.Containers {
-					for _, ctr := range plan.Containers {
-						if ctr.Name == c && ctr.Role != RoleSidecar {
-							t.Errorf("action %s touches %s container %q", a.Kind, ctr.Role, c)
-						}
-					}
-				}
-			}
+			assertOnlySidecarsTouched(t, plan)
 		})
 	}
 }
