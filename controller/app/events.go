@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"hash/fnv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -89,7 +90,7 @@ func (e *events) shutdown(max time.Duration) {
 func (e *events) deferWhile(busy func() bool) { e.sink.busy.Store(&busy) }
 
 // countingSink counts the writes of events, and holds each back while the
-// controller is busy (pods queued, or a write in the last second), up to
+// controller is busy (a long queue, or a burst of writes), up to
 // maxEventDefer after it was recorded: in a burst the API server's time goes
 // to the writes that stop sidecars first, and the events follow. An event waits on its shard's writer, not on the
 // syncs, and one already older than maxEventDefer goes at once, so a long
@@ -130,36 +131,81 @@ func (s *countingSink) Patch(e *corev1.Event, data []byte) (*corev1.Event, error
 	return s.EventSink.Patch(e, data)
 }
 
-// lastWrite notes when the controller last wrote, for the events to give way
-// to a burst of writes.
+// burstWrites is the write rate (per second) from which the controller is
+// in a burst and its events give way to its writes. A few Jobs finishing
+// together are not a burst: their events go at once, for whoever watches.
+const burstWrites = 20
+
+// lastWrite counts the controller's writes over the last second or two,
+// for the events to give way to a burst of writes.
 type lastWrite struct {
 	reconciler.Writer
-	at atomic.Int64 // UnixNano
+	now       func() time.Time // time.Now when nil
+	mu        sync.Mutex
+	sec       int64 // the Unix second cur counts
+	cur, prev int
 }
 
-func (w *lastWrite) since() time.Duration { return time.Since(time.Unix(0, w.at.Load())) }
+func (w *lastWrite) unix() int64 {
+	if w.now != nil {
+		return w.now().Unix()
+	}
+	return time.Now().Unix()
+}
+
+func (w *lastWrite) note() {
+	s := w.unix()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch s {
+	case w.sec:
+		w.cur++
+	case w.sec + 1:
+		w.sec, w.prev, w.cur = s, w.cur, 1
+	default:
+		w.sec, w.prev, w.cur = s, 0, 1
+	}
+}
+
+// recent is how many writes were made in this second and the one before.
+func (w *lastWrite) recent() int {
+	s := w.unix()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch s {
+	case w.sec:
+		return w.cur + w.prev
+	case w.sec + 1:
+		return w.cur
+	}
+	return 0
+}
+
+// bursting: the controller wrote at least burstWrites times in the last
+// second or two.
+func (w *lastWrite) bursting() bool { return w.recent() >= burstWrites }
 
 func (w *lastWrite) CreateCRR(ctx context.Context, crr *kruisev1alpha1.ContainerRecreateRequest, readPodFirst bool) error {
-	w.at.Store(time.Now().UnixNano())
+	w.note()
 	return w.Writer.CreateCRR(ctx, crr, readPodFirst)
 }
 
 func (w *lastWrite) DeleteCRR(ctx context.Context, namespace, name string) error {
-	w.at.Store(time.Now().UnixNano())
+	w.note()
 	return w.Writer.DeleteCRR(ctx, namespace, name)
 }
 
 func (w *lastWrite) PatchPod(ctx context.Context, namespace, name string, patch []byte) error {
-	w.at.Store(time.Now().UnixNano())
+	w.note()
 	return w.Writer.PatchPod(ctx, namespace, name, patch)
 }
 
 func (w *lastWrite) PatchPodStatus(ctx context.Context, namespace, name string, patch []byte) error {
-	w.at.Store(time.Now().UnixNano())
+	w.note()
 	return w.Writer.PatchPodStatus(ctx, namespace, name, patch)
 }
 
 func (w *lastWrite) AnnotatePod(ctx context.Context, namespace, name string, uid types.UID, key, value string) error {
-	w.at.Store(time.Now().UnixNano())
+	w.note()
 	return w.Writer.AnnotatePod(ctx, namespace, name, uid, key, value)
 }

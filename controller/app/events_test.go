@@ -125,23 +125,57 @@ func TestShutdownWritesDeferredEvents(t *testing.T) {
 }
 
 func TestLastWriteNotesEachWrite(t *testing.T) {
-	w := &lastWrite{Writer: podtest.NopWriter{}}
-	if w.since() < time.Hour {
-		t.Fatalf("no write yet, but since() = %s", w.since())
+	now := time.Unix(1000, 0)
+	w := &lastWrite{Writer: podtest.NopWriter{}, now: func() time.Time { return now }}
+	if n := w.recent(); n != 0 {
+		t.Fatalf("no write yet, but recent() = %d", n)
 	}
 	ctx := context.Background()
-	for name, write := range map[string]func() error{
+	writes := map[string]func() error{
 		"CreateCRR":      func() error { return w.CreateCRR(ctx, nil, false) },
+		"DeleteCRR":      func() error { return w.DeleteCRR(ctx, "ns", "crr") },
 		"PatchPod":       func() error { return w.PatchPod(ctx, "ns", "p", nil) },
 		"PatchPodStatus": func() error { return w.PatchPodStatus(ctx, "ns", "p", nil) },
 		"AnnotatePod":    func() error { return w.AnnotatePod(ctx, "ns", "p", "uid", "k", "v") },
-	} {
-		w.at.Store(0)
+	}
+	for name, write := range writes {
+		before := w.recent()
 		if err := write(); err != nil {
 			t.Fatal(err)
 		}
-		if w.since() > time.Second {
-			t.Errorf("%s not noted: since() = %s", name, w.since())
+		if got := w.recent(); got != before+1 {
+			t.Errorf("%s not noted: recent() %d -> %d", name, before, got)
 		}
+	}
+}
+
+func TestLastWriteBurstIsARateNotOneWrite(t *testing.T) {
+	now := time.Unix(1000, 0)
+	w := &lastWrite{Writer: podtest.NopWriter{}, now: func() time.Time { return now }}
+	ctx := context.Background()
+	// A few Jobs finishing together: not a burst, their events go at once.
+	for range burstWrites - 1 {
+		_ = w.PatchPod(ctx, "ns", "p", nil)
+	}
+	if w.bursting() {
+		t.Fatalf("%d writes in a second counted as a burst", burstWrites-1)
+	}
+	_ = w.PatchPod(ctx, "ns", "p", nil)
+	if !w.bursting() {
+		t.Fatalf("%d writes in a second not counted as a burst", burstWrites)
+	}
+	// The next second still remembers the last one's writes.
+	now = now.Add(time.Second)
+	if !w.bursting() {
+		t.Errorf("burst forgotten one second on: recent() = %d", w.recent())
+	}
+	_ = w.PatchPod(ctx, "ns", "p", nil)
+	if got := w.recent(); got != burstWrites+1 {
+		t.Errorf("recent() = %d across two seconds, want %d", got, burstWrites+1)
+	}
+	// Two seconds of quiet end it.
+	now = now.Add(2 * time.Second)
+	if w.bursting() || w.recent() != 0 {
+		t.Errorf("burst not over after two quiet seconds: recent() = %d", w.recent())
 	}
 }

@@ -133,9 +133,10 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
-	// A burst is on while pods are queued or the controller wrote within the
-	// last second (with enough workers the queue stays empty in a burst).
-	recorder.deferWhile(func() bool { return ctrl.Queued() > 0 || writer.since() < time.Second })
+	// A burst is on while more pods are queued than workers can take, or the
+	// controller writes burstWrites times a second or more (with enough
+	// workers the queue stays short in a burst). Otherwise events go at once.
+	recorder.deferWhile(func() bool { return ctrl.Queued() > o.Workers || writer.bursting() })
 
 	errs := make(chan error, 2)
 	metricsPaths := "/metrics"

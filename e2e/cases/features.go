@@ -63,15 +63,35 @@ func JobFeature(name string, js JobSpec, want Expect) *features.FeatureBuilder {
 		WithLabel("type", "job").
 		Setup(createNamespaceAndJob(&js)).
 		Assess("job ends as expected", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			cl := mustClients(t, cfg)
-			obs, err := RunToEnd(ctx, cl, js.Namespace, js.Name, 3*time.Minute)
-			if err != nil {
-				t.Fatal(err)
-			}
-			obs.Check(t, want)
+			RunAndCheck(ctx, t, mustClients(t, cfg), js.Namespace, js.Name, 3*time.Minute, want)
 			return ctx
 		}).
 		Teardown(deleteNamespace(&js))
+}
+
+// eventWait bounds the wait for an expected event after the Job ended:
+// events follow the actions they report, and the controller defers them
+// while it is busy (up to 30 s, controller/app/events.go).
+const eventWait = time.Minute
+
+// RunAndCheck runs the Job to its end (RunToEnd) and asserts want. An
+// expected event is waited for, up to eventWait, since the Job may finish
+// before the controller has written it.
+func RunAndCheck(ctx context.Context, t *testing.T, cl Clients, ns, job string, timeout time.Duration, want Expect) *Observation {
+	t.Helper()
+	obs, err := RunToEnd(ctx, cl, ns, job, timeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want.Event && obs.Pod != nil && len(obs.Events) == 0 {
+		// Check reports the miss; the wait only gives the event its time.
+		_ = WaitForPodEvent(ctx, cl.Kube, obs.Pod, corev1.EventTypeNormal, ReasonSidecarTerminating, eventWait)
+		if obs.Events, err = PodEvents(ctx, cl.Kube, ns, obs.Pod.Name, ReasonSidecarTerminating); err != nil {
+			t.Fatal(err)
+		}
+	}
+	obs.Check(t, want)
+	return obs
 }
 
 // Observation is what was seen while a Job ran.

@@ -25,11 +25,7 @@ func RestartRuleFeatures() []features.Feature {
 		out = append(out, features.New("restart rules: "+r.name).WithLabel("type", "job").
 			Setup(createNamespaceAndJob(&js)).
 			Assess("the sidecar is stopped by one CRR, after the main's last exit", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-				obs, err := RunToEnd(ctx, mustClients(t, cfg), js.Namespace, js.Name, 4*time.Minute)
-				if err != nil {
-					t.Fatal(err)
-				}
-				obs.Check(t, want)
+				obs := RunAndCheck(ctx, t, mustClients(t, cfg), js.Namespace, js.Name, 4*time.Minute, want)
 				obs.checkRestartsThenOneCRR(t, "main", r.restarts)
 				return ctx
 			}).

@@ -151,11 +151,7 @@ func TestChartOnLocalCluster(t *testing.T) {
 	if _, err := cs.BatchV1().Jobs(js.Namespace).Create(ctx, js.Build(), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	obs, err := cases.RunToEnd(ctx, cl, js.Namespace, js.Name, 3*time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	obs.Check(t, cases.Expect{Job: batchv1.JobComplete, Phase: corev1.PodSucceeded,
+	cases.RunAndCheck(ctx, t, cl, js.Namespace, js.Name, 3*time.Minute, cases.Expect{Job: batchv1.JobComplete, Phase: corev1.PodSucceeded,
 		ExitCodes: map[string]int32{"main": 0, "proxy": 0}, CRRContainers: []string{"proxy"}, Event: true})
 
 	// The same kind of Job on the mock virtual node, in-cluster from its
@@ -168,11 +164,7 @@ func TestChartOnLocalCluster(t *testing.T) {
 	if _, err := cs.BatchV1().Jobs(vjs.Namespace).Create(ctx, cases.OnVirtualNode(vjs.Build()), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	vobs, err := cases.RunToEnd(ctx, cl, vjs.Namespace, vjs.Name, 3*time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	vobs.Check(t, cases.Expect{Job: batchv1.JobComplete, Phase: corev1.PodSucceeded,
+	vobs := cases.RunAndCheck(ctx, t, cl, vjs.Namespace, vjs.Name, 3*time.Minute, cases.Expect{Job: batchv1.JobComplete, Phase: corev1.PodSucceeded,
 		ExitCodes: map[string]int32{cases.VirtualMain: 0, cases.VirtualSidecar: 0}, Event: true})
 	if vobs.Pod == nil || vobs.Pod.Spec.NodeName != "mock-virtual-node" {
 		t.Errorf("virtual Job's pod not on the mock virtual node: %+v", vobs.Pod)
