@@ -54,6 +54,14 @@ func (w *apiWriter) CreateCRR(_ context.Context, crr *kruisev1alpha1.ContainerRe
 			return apierrors.NewConflict(crrResource, crr.Name, fmt.Errorf("pod %s is now a different pod", crr.Spec.PodName))
 		}
 		_, _, err := s.world.admitCRR(crr)
+		if apierrors.IsAlreadyExists(err) {
+			// As kube.Writer: the CRR under the name is checked.
+			if existing := s.world.crrs[cache.ObjectName{Namespace: crr.Namespace, Name: crr.Name}]; existing != nil {
+				if foreign := reconciler.CheckExistingCRR(existing, crr); foreign != nil {
+					return foreign
+				}
+			}
+		}
 		return err
 	})
 }

@@ -190,6 +190,47 @@ func TestSyncAfterRestartDoesNotCreateASecondCRR(t *testing.T) {
 	}
 }
 
+// A CRR someone else made under our deterministic name is not our work
+// done: the pod gets a Warning naming it, the metrics count an error, and
+// the create is not retried in a loop (a permanent refusal: once more after
+// the long backoff, then given up).
+func TestSyncDoesNotTakeAForeignCRRUnderItsNameForItsOwn(t *testing.T) {
+	pod := jobPod("job-f", podtest.Env(decision.EnvTerminate, "true")).Build()
+	for name, labels := range map[string]map[string]string{
+		"no managed-by label": {reconciler.LabelPodUID: string(pod.UID)},
+		"another pod's UID":   {reconciler.LabelManagedBy: reconciler.ManagedByValue, reconciler.LabelPodUID: "someone-else"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, []*corev1.Pod{pod}, normalNode)
+			foreign := &kruisev1alpha1.ContainerRecreateRequest{ObjectMeta: metav1.ObjectMeta{
+				Namespace: "default", Name: decision.CRRName(pod, 1), Labels: labels},
+				Spec: kruisev1alpha1.ContainerRecreateRequestSpec{PodName: "job-f"}}
+			if _, err := f.kruise.AppsV1alpha1().ContainerRecreateRequests("default").Create(context.Background(), foreign, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			writes := f.sync("job-f")
+			if len(writes) != 1 || writes[0].GetVerb() != "create" {
+				t.Fatalf("want the one create attempt, got %v", writes)
+			}
+			ev := f.drainEvents()
+			if len(ev) != 1 || !strings.HasPrefix(ev[0], "Warning "+decision.ReasonSidecarKillFailed) || !strings.Contains(ev[0], "not this controller's") {
+				t.Errorf("want one Warning naming the foreign CRR, got %q", ev)
+			}
+			if got := counterValue(t, f.metrics, "ContainerRecreateRequest", reconciler.ResultAlreadyDone); got != 0 {
+				t.Errorf("foreign CRR counted as already done (%v)", got)
+			}
+			if got := counterValue(t, f.metrics, "ContainerRecreateRequest", reconciler.ResultError); got != 1 {
+				t.Errorf("error count = %v, want 1", got)
+			}
+			// Within the long backoff nothing is sent again.
+			f.clock.Step(time.Minute)
+			if writes := f.sync("job-f"); len(writes) != 0 {
+				t.Errorf("refused create sent again within the backoff: %v", writes)
+			}
+		})
+	}
+}
+
 func TestSyncSwapsTheImageOnAVirtualNode(t *testing.T) {
 	pod := jobPod("job-c", podtest.Env(decision.EnvTerminateWithImage, quickExit)).Build()
 	f := newFixture(t, []*corev1.Pod{pod}, virtualNode)

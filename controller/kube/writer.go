@@ -42,7 +42,24 @@ func (w Writer) CreateCRR(ctx context.Context, crr *kruisev1alpha1.ContainerRecr
 				fmt.Errorf("pod %s/%s is now a different pod (UID %s)", pod.Namespace, pod.Name, pod.UID))
 		}
 	}
-	_, err := w.Kruise.AppsV1alpha1().ContainerRecreateRequests(crr.Namespace).Create(ctx, crr, metav1.CreateOptions{FieldManager: FieldManager})
+	crrs := w.Kruise.AppsV1alpha1().ContainerRecreateRequests(crr.Namespace)
+	_, err := crrs.Create(ctx, crr, metav1.CreateOptions{FieldManager: FieldManager})
+	if !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	// Ours from an earlier sync or run means done; anyone else's under our
+	// name is not taken for it (reconciler.CheckExistingCRR).
+	existing, getErr := crrs.Get(ctx, crr.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(getErr) {
+		// Deleted since (kruise's TTL): decide again on fresh state.
+		return apierrors.NewConflict(kruisev1alpha1.Resource("containerrecreaterequests"), crr.Name, getErr)
+	}
+	if getErr != nil {
+		return getErr
+	}
+	if foreign := reconciler.CheckExistingCRR(existing, crr); foreign != nil {
+		return foreign
+	}
 	return err
 }
 

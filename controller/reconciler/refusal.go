@@ -9,6 +9,7 @@ import (
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
 )
@@ -41,6 +42,11 @@ func classify(err error, a decision.Action) (outcome, decision.Refusal) {
 		return outcomeStale, decision.Refusal{}
 	}
 	r := decision.Refusal{Kind: a.Kind, Containers: a.Containers, Attempt: a.Attempt, Message: boundedMessage(err.Error())}
+	if foreign := (*ForeignCRRError)(nil); errors.As(err, &foreign) {
+		// Someone else's CRR under our name: asking again meets it again.
+		r.Code, r.Reason, r.Permanent = http.StatusConflict, string(metav1.StatusReasonAlreadyExists), true
+		return outcomeRefused, r
+	}
 	var status apierrors.APIStatus
 	if errors.As(err, &status) {
 		s := status.Status()
