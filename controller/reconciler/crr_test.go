@@ -27,7 +27,9 @@ func TestCheckExistingCRRAcceptsOnlyOurOwnForThePod(t *testing.T) {
 		own      bool
 	}{
 		{"the same CRR", want.DeepCopy(), true},
-		{"ours, a later status", edit(func(c *kruisev1alpha1.ContainerRecreateRequest) { c.Status.Phase = kruisev1alpha1.ContainerRecreateRequestCompleted }), true},
+		{"ours, a later status", edit(func(c *kruisev1alpha1.ContainerRecreateRequest) {
+			c.Status.Phase = kruisev1alpha1.ContainerRecreateRequestCompleted
+		}), true},
 		{"no labels", edit(func(c *kruisev1alpha1.ContainerRecreateRequest) { c.Labels = nil }), false},
 		{"another manager", edit(func(c *kruisev1alpha1.ContainerRecreateRequest) { c.Labels[LabelManagedBy] = "someone" }), false},
 		{"another pod UID", edit(func(c *kruisev1alpha1.ContainerRecreateRequest) { c.Labels[LabelPodUID] = "uid-2" }), false},

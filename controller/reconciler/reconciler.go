@@ -392,4 +392,3 @@ func describe(a decision.Action) string {
 		return fmt.Sprintf("Settled the pod's phase to %s (condition %s) before stopping ignore-exit-code sidecars %v", a.Phase, decision.ConditionSidecarTerminated, a.Containers)
 	}
 }
-
