@@ -110,6 +110,10 @@ type CRR struct {
 	// admitted (kruise's statusContext), where known.
 	RestartCounts map[string]int32
 	Phase         string // Pending, Recreating, Succeeded, Failed, Completed
+	// Message is kruise's status.message: why kruise-manager completed it.
+	Message string
+	// States are kruise-daemon's per-container states (crrstate.go).
+	States []CRRContainerState
 	// Deadline is the CRR's own activeDeadlineSeconds; zero when unset.
 	Deadline  time.Duration
 	Created   time.Time
