@@ -1,9 +1,11 @@
 package images
 
 // DistrolessStatic is the controller's base in its Dockerfile: distroless
-// static, nonroot variant. The OCI build reproduces the parts the binary
-// relies on (package oci) rather than pulling it.
-const DistrolessStatic = "gcr.io/distroless/static-debian12:nonroot"
+// static, nonroot variant, pinned by digest (the tag's multi-arch index as
+// of 2026-08; Dependabot proposes updates, .github/dependabot.yml). The OCI
+// build reproduces the parts the binary relies on (package oci) rather than
+// pulling it, so `make images` and the release never fetch it.
+const DistrolessStatic = "gcr.io/distroless/static-debian12:nonroot@sha256:afa5c872c891853ca7fcf1f12c3edb23f7eeef36189728842dd51042ff57f7ab"
 
 // Controller is the sidecar-terminator controller.
 var Controller = Spec{

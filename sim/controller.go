@@ -60,6 +60,7 @@ func (s *Sim) startController(id int) *controller {
 		// the unpullable images included, to exercise the follow-through.
 		cfg.Policy.AllowedQuickExitImages = []string{decision.AllowAnyImage}
 	}
+	cfg.Policy.DefaultQuickExitImage = s.sc.DefaultQuickExitImage
 	c.rec = reconciler.New(cfg, r, &apiWriter{s: s, c: c}, &recorder{s: s}, nil, s.clock)
 	s.ctrls = append(s.ctrls, c)
 	s.trace.add("controller", "instance %d started with %d pods listed", id, len(c.cache.pods))

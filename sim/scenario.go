@@ -43,6 +43,8 @@ type Scenario struct {
 	NoCRRAPI  bool
 	// AllowedImages is the controller's quick-exit image allowlist.
 	AllowedImages []string // empty: any image ('*')
+	// DefaultQuickExitImage is the controller's --default-quick-exit-image.
+	DefaultQuickExitImage string
 	// Bound is how long after its mains are done a pod may take to finish.
 	Bound time.Duration
 	// Quiesce is how long the world must stay settled before the run ends,

@@ -95,6 +95,12 @@ var Scenarios = []Scenario{
 		NoCRRAPI: true, Nodes: normalNodes, Templates: []Template{
 			never("nokruise-img", job(), sidecar("proxy", "exit:0", markCRR, markImage)),
 			never("nokruise-crr", job(), sidecar("proxy", "exit:0", markCRR)).expect(ExpectWarning)}},
+	{Name: "no-crr-api-default-image", Purpose: "OpenKruise not installed, operator default quick-exit image: every plain-env pod finished by image swaps on normal nodes too",
+		NoCRRAPI: true, DefaultQuickExitImage: QuickExitImage, Nodes: mixedNodes, Templates: []Template{
+			never("nk-default", job(), sidecar("proxy", "exit:0", markCRR)),
+			onFailure("nk-default-of", job(), sidecar("proxy", "exit:0", markCRR)),
+			never("nk-default-vk", job(), sidecar("proxy", "exit:0", markCRR)).virtual(),
+			never("nk-istio", job(), C{Name: "istio-proxy", Sidecar: true, Image: IstioImage, NoArgs: true}).annotate(decision.AnnotationSidecars, "istio-proxy")}},
 	{Name: "ignored-pods", Purpose: "pods the controller must never write for: restartPolicy Always, no marks, only sidecars, unusable marks",
 		Nodes: normalNodes, Templates: []Template{
 			{Name: "always", RestartPolicy: corev1.RestartPolicyAlways, Containers: []C{job(), sidecar("proxy", "exit:0", markCRR)}, Expect: ExpectIgnored},

@@ -28,6 +28,9 @@ func (p Plan) Explain(w io.Writer) error {
 			if c.QuickExitImage != "" {
 				ways = append(ways, "image "+c.QuickExitImage)
 			}
+			if c.DefaultImage != "" {
+				ways = append(ways, "default image "+c.DefaultImage+" where no CRR path")
+			}
 			if c.IgnoreExitCode {
 				ways = append(ways, "ignore-exit-code")
 			}
@@ -75,8 +78,31 @@ func (p Plan) Explain(w io.Writer) error {
 		}
 		fmt.Fprintf(w, "Recheck:  in %s\n", d)
 	}
+	if err := explainCRRs(w, p.CRRs); err != nil {
+		return err
+	}
 	_, err := fmt.Fprintln(w)
 	return err
+}
+
+// explainCRRs lists the pod's CRRs with the phase kruise wrote and what it
+// means here: kruise keeps a CRR that did its job Recreating until its
+// deadline, which alone reads like a kill still under way.
+func explainCRRs(w io.Writer, crrs []CRRState) error {
+	if len(crrs) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w, "\nContainerRecreateRequests (PHASE and STATES as kruise reports them):")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  NAME\tATTEMPT\tPHASE\tSTATES\tMEANING")
+	for _, c := range crrs {
+		phase := c.Phase
+		if phase == "" {
+			phase = "(none yet)"
+		}
+		fmt.Fprintf(tw, "  %s\t%d\t%s\t%s\t%s\n", c.Name, c.Attempt, phase, strings.Join(c.Containers, ","), c.Meaning)
+	}
+	return tw.Flush()
 }
 
 // mainDone says whether a main is done and why, by the kubelet's restart rules.

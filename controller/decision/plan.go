@@ -111,4 +111,7 @@ type Plan struct {
 	Stage *StageStatus
 	// RequeueAfter asks to look again after this long even if nothing changes.
 	RequeueAfter time.Duration
+	// CRRs are the pod's CRRs as kruise reports them, for Explain; Decide
+	// leaves it empty (CRRStates fills it).
+	CRRs []CRRState
 }

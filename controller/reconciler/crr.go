@@ -90,6 +90,10 @@ func crrFacts(c *kruisev1alpha1.ContainerRecreateRequest) decision.CRR {
 	if c.Status.CompletionTime != nil {
 		f.Completed = c.Status.CompletionTime.Time
 	}
+	f.Message = c.Status.Message
+	for _, s := range c.Status.ContainerRecreateStates {
+		f.States = append(f.States, decision.CRRContainerState{Name: s.Name, Phase: string(s.Phase), Killed: s.IsKilled})
+	}
 	for _, ctr := range c.Spec.Containers {
 		f.Containers = append(f.Containers, ctr.Name)
 		if ctr.StatusContext != nil {

@@ -206,17 +206,33 @@ func describePending(pending []expectation) []string {
 // Plan gathers the decision's facts about the pod from the Reader and decides,
 // without acting: Sync acts on it, `explain` prints it.
 func (r *Reconciler) Plan(pod *corev1.Pod, now time.Time) (decision.Plan, error) {
-	return r.plan(pod, r.memory(cache.ObjectName{Namespace: pod.Namespace, Name: pod.Name}, pod.UID), now)
-}
-
-func (r *Reconciler) plan(pod *corev1.Pod, mem *podMemory, now time.Time) (decision.Plan, error) {
-	in, err := r.input(pod, now)
+	in, err := r.memoryInput(pod, r.memory(cache.ObjectName{Namespace: pod.Namespace, Name: pod.Name}, pod.UID), now)
 	if err != nil {
 		return decision.Plan{}, err
 	}
+	plan := decision.Decide(in)
+	// For a person only (explain): the sync loop does not need them.
+	plan.CRRs = decision.CRRStates(in)
+	return plan, nil
+}
+
+func (r *Reconciler) plan(pod *corev1.Pod, mem *podMemory, now time.Time) (decision.Plan, error) {
+	in, err := r.memoryInput(pod, mem, now)
+	if err != nil {
+		return decision.Plan{}, err
+	}
+	return decision.Decide(in), nil
+}
+
+// memoryInput is input with what the reconciler remembers of the pod.
+func (r *Reconciler) memoryInput(pod *corev1.Pod, mem *podMemory, now time.Time) (decision.Input, error) {
+	in, err := r.input(pod, now)
+	if err != nil {
+		return in, err
+	}
 	in.Refusals = mem.refusals()
 	in.SwappedAt = mem.swappedAt
-	return decision.Decide(in), nil
+	return in, nil
 }
 
 // input gathers the decision's facts from the Reader.

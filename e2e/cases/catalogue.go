@@ -55,6 +55,7 @@ func JobFeatures() []features.Feature {
 			JobSpec{Name: "native-sidecar", RestartPolicy: never, Containers: []Container{Main("main", 2, 0)}, NativeSidecars: []Container{Sidecar("native", "exit:0", false)}},
 			Expect{Job: batchv1.JobComplete, Phase: corev1.PodSucceeded, ExitCodes: map[string]int32{"main": 0}, InitExitCodes: map[string]int32{"native": 0}, CRRContainers: nil, Event: false}),
 		UnmarkedSidecarFeature(),
+		StopOrderFeature(),
 	}
 	out := make([]features.Feature, len(fs))
 	for i, f := range fs {

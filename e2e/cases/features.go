@@ -196,6 +196,34 @@ func (o *Observation) String() string {
 // Check asserts want against what was observed.
 func (o *Observation) Check(t *testing.T, want Expect) {
 	t.Helper()
+	checkJobAndExits(t, o, want)
+	switch {
+	case want.CRRContainers == nil && len(o.CRRs) > 0:
+		t.Errorf("CRRs %v created, want none", o.CRRs)
+	case want.CRRContainers != nil && len(o.CRRs) != 1:
+		t.Errorf("%d CRRs %v, want exactly one", len(o.CRRs), o.CRRs)
+	case want.CRRContainers != nil:
+		for _, got := range o.CRRs {
+			if !slices.Equal(sorted(got), sorted(want.CRRContainers)) {
+				t.Errorf("CRR names containers %v, want %v", got, want.CRRContainers)
+			}
+		}
+	}
+	if want.Event && len(o.Events) == 0 {
+		t.Errorf("no %s event on pod %s", ReasonSidecarTerminating, o.Pod.Name)
+	}
+	if !want.Event && len(o.Events) > 0 {
+		t.Errorf("unexpected %s event: %s", ReasonSidecarTerminating, o.Events[0].Message)
+	}
+	if want.PodCondition != "" && !hasCondition(o.Pod, want.PodCondition) {
+		t.Errorf("pod has no %s=True condition: %v", want.PodCondition, o.Pod.Status.Conditions)
+	}
+}
+
+// checkJobAndExits asserts the Job's condition, the pod's phase and the
+// containers' exit codes.
+func checkJobAndExits(t *testing.T, o *Observation, want Expect) {
+	t.Helper()
 	if got := JobFinished(o.Job); got != want.Job {
 		t.Errorf("job condition = %q, want %q (%s)", got, want.Job, o)
 	}
@@ -220,27 +248,6 @@ func (o *Observation) Check(t *testing.T, want Expect) {
 		if got == nil || got.ExitCode != code {
 			t.Errorf("init container %s: terminated %+v, want exit code %d", name, got, code)
 		}
-	}
-	switch {
-	case want.CRRContainers == nil && len(o.CRRs) > 0:
-		t.Errorf("CRRs %v created, want none", o.CRRs)
-	case want.CRRContainers != nil && len(o.CRRs) != 1:
-		t.Errorf("%d CRRs %v, want exactly one", len(o.CRRs), o.CRRs)
-	case want.CRRContainers != nil:
-		for _, got := range o.CRRs {
-			if !slices.Equal(sorted(got), sorted(want.CRRContainers)) {
-				t.Errorf("CRR names containers %v, want %v", got, want.CRRContainers)
-			}
-		}
-	}
-	if want.Event && len(o.Events) == 0 {
-		t.Errorf("no %s event on pod %s", ReasonSidecarTerminating, o.Pod.Name)
-	}
-	if !want.Event && len(o.Events) > 0 {
-		t.Errorf("unexpected %s event: %s", ReasonSidecarTerminating, o.Events[0].Message)
-	}
-	if want.PodCondition != "" && !hasCondition(o.Pod, want.PodCondition) {
-		t.Errorf("pod has no %s=True condition: %v", want.PodCondition, o.Pod.Status.Conditions)
 	}
 }
 

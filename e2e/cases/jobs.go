@@ -129,6 +129,8 @@ type JobSpec struct {
 	Parallelism int32
 	// BackoffLimit; nil is 0.
 	BackoffLimit *int32
+	// Annotations go on the pod template (with any the containers add).
+	Annotations map[string]string
 }
 
 // Build returns the batch/v1 Job, by default with backoffLimit 0 so that a
@@ -147,16 +149,16 @@ func (s JobSpec) Build() *batchv1.Job {
 		backoff = *s.BackoffLimit
 	}
 	pod := corev1.PodSpec{RestartPolicy: rp, TerminationGracePeriodSeconds: &grace}
-	var annotations map[string]string
+	annotations := map[string]string{}
+	for k, v := range s.Annotations {
+		annotations[k] = v
+	}
 	for _, c := range s.Containers {
 		if c.CountFile != "" && len(pod.Volumes) == 0 {
 			pod.Volumes = []corev1.Volume{{Name: runsVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
 		}
 		pod.Containers = append(pod.Containers, c.build())
 		if c.ExitCodeScript != "" {
-			if annotations == nil {
-				annotations = map[string]string{}
-			}
 			annotations[model.AnnotationExitCodesPrefix+c.Name] = c.ExitCodeScript
 		}
 	}

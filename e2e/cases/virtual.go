@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
+	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
 	"github.com/sidecar-terminator/sidecar-terminator/images"
 )
 
@@ -87,6 +88,7 @@ func VirtualNodeFeatures(env VirtualNodeEnv) []features.Feature {
 		env.onFailureMainRestartsBeforeSwap(withImage),
 		env.plainEnvWarns(),
 		env.ignoreExitCodeSettles(),
+		env.stopOrderSwaps(),
 	}, env.restartRuleFeatures(withImage)...)
 }
 
@@ -265,6 +267,32 @@ func (env VirtualNodeEnv) plainEnvWarns() features.Feature {
 			return ctx
 		}).
 		Teardown(deleteNamespace(&js)).Feature()
+}
+
+// stopOrderSwaps: the stop order on a virtual node, where each stage is an
+// image swap: the shipper is swapped first, the proxy only once the shipper
+// has exited, one patch each.
+func (env VirtualNodeEnv) stopOrderSwaps() features.Feature {
+	withImage := func(name string) Container {
+		return Sidecar(name, "exit:0", false).With(EnvWhenJobExitWithImage, images.QuickExit.Ref)
+	}
+	js := VirtualJob("stop-order-swaps", never, Main(VirtualMain, 2, 0), withImage("proxy"))
+	js.Containers = append(js.Containers, withImage("shipper"))
+	js.Annotations = map[string]string{decision.AnnotationStopOrder: "shipper,proxy"}
+	return env.jobFeature(js, "image-swap", "the shipper is swapped first, the proxy once the shipper exited", batchv1.JobComplete,
+		func(ctx context.Context, t *testing.T, r *virtualRun) {
+			for _, c := range []string{"proxy", "shipper"} {
+				if img := ContainerImage(r.pod, c); img != images.QuickExit.Ref {
+					t.Errorf("%s image %s, want %s", c, img, images.QuickExit.Ref)
+				}
+				if code, ok := ExitCode(r.pod, c); !ok || code != 0 {
+					t.Errorf("%s exit code %d (terminated %v), want 0", c, code, ok)
+				}
+			}
+			r.CheckSwapOnlyAfterMainDone(t, "shipper", images.QuickExit.Ref, VirtualMain, 0)
+			r.CheckSwapOnlyAfterMainDone(t, "proxy", images.QuickExit.Ref, "shipper", 0)
+			env.checkWrites(t, r.pod.Namespace, []string{"patch pods " + r.pod.Name + " 200", "patch pods " + r.pod.Name + " 200"})
+		})
 }
 
 // checkWrites: the controller's writes in ns are exactly want, in any

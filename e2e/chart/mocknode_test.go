@@ -10,6 +10,7 @@ import (
 	"time"
 
 	authv1 "k8s.io/api/authentication/v1"
+	authzv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -57,7 +58,17 @@ func TestMockNodeChartRBAC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mn := exec.Command(bin, "--kubeconfig", kubeconfig, "--nodes", "mock-virtual-node")
+	// The chart reads no Secret or ConfigMap outside its own namespace.
+	for _, ns := range []string{"", "default", "kube-system"} {
+		if allowed := canI(t, cs, "system:serviceaccount:mock-node:mock-node", "list", "secrets", ns); allowed {
+			t.Errorf("the mock node's ServiceAccount may list secrets in namespace %q", ns)
+		}
+	}
+	if !canI(t, cs, "system:serviceaccount:mock-node:mock-node", "watch", "secrets", "mock-node") {
+		t.Errorf("the mock node's ServiceAccount may not watch secrets in its own namespace")
+	}
+	// As the chart's Deployment runs it (kind/mock-node/templates/deployment.yaml).
+	mn := exec.Command(bin, "--kubeconfig", kubeconfig, "--nodes", "mock-virtual-node", "--secrets-namespace", "mock-node")
 	mn.Stdout, mn.Stderr = logf, logf
 	if err := mn.Start(); err != nil {
 		t.Fatal(err)
@@ -118,4 +129,17 @@ func TestMockNodeChartRBAC(t *testing.T) {
 	if n := strings.Count(strings.ToLower(string(logs)), "forbidden"); n > 0 {
 		t.Errorf("%d forbidden calls under the chart's RBAC:\n%s", n, logs)
 	}
+}
+
+// canI asks the API server's authorizer whether user may verb resource in
+// namespace ("" for every namespace).
+func canI(t *testing.T, cs kubernetes.Interface, user, verb, resource, namespace string) bool {
+	t.Helper()
+	sar, err := cs.AuthorizationV1().SubjectAccessReviews().Create(context.Background(), &authzv1.SubjectAccessReview{
+		Spec: authzv1.SubjectAccessReviewSpec{User: user, Groups: []string{"system:serviceaccounts", "system:authenticated"},
+			ResourceAttributes: &authzv1.ResourceAttributes{Verb: verb, Resource: resource, Namespace: namespace}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sar.Status.Allowed
 }

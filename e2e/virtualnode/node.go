@@ -20,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/sidecar-terminator/sidecar-terminator/e2e/virtualnode/provider"
@@ -53,6 +54,10 @@ type Config struct {
 	// set per node.
 	Provider provider.Config
 	Logger   *slog.Logger
+	// SecretsNamespace, if set, is the only namespace whose Secrets and
+	// ConfigMaps the nodes read (virtual-kubelet resolves pod env from
+	// them). Empty reads every namespace, as virtual-kubelet does.
+	SecretsNamespace string
 }
 
 // Run registers the nodes, runs them until ctx ends or one fails, and
@@ -75,9 +80,13 @@ func Run(ctx context.Context, cfg Config, ready func()) error {
 	// transition, so the default 5 QPS would delay them by seconds.
 	rc.QPS, rc.Burst = 200, 400
 	rc.UserAgent = "mock-virtual-node"
-	client, err := kubernetes.NewForConfig(rc)
+	var client kubernetes.Interface
+	client, err = kubernetes.NewForConfig(rc)
 	if err != nil {
 		return fmt.Errorf("client: %w", err)
+	}
+	if cfg.SecretsNamespace != "" {
+		client = secretsIn{Interface: client, ns: cfg.SecretsNamespace}
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -150,4 +159,35 @@ func withSpec(name string, cfg Config) nodeutil.NodeOpt {
 		}
 		return nil
 	}
+}
+
+// secretsIn narrows the Secrets and ConfigMaps the nodes read to one
+// namespace. nodeutil.NewNode gives the pod controller informers of every
+// Secret and ConfigMap in the cluster, with no option to scope them
+// (virtual-kubelet v1.13.0, node/nodeutil/controller.go, NewNode's
+// scmInformerFactory); they list and watch through this client, so here is
+// where their namespace is chosen, and the mock node's RBAC needs no
+// cluster-wide read of Secrets. Env from a Secret or ConfigMap of another
+// namespace is then not resolved (the pod gets virtual-kubelet's error
+// event); the workloads the suites run use none.
+type secretsIn struct {
+	kubernetes.Interface
+	ns string
+}
+
+func (c secretsIn) CoreV1() corev1client.CoreV1Interface {
+	return secretsInCore{CoreV1Interface: c.Interface.CoreV1(), ns: c.ns}
+}
+
+type secretsInCore struct {
+	corev1client.CoreV1Interface
+	ns string
+}
+
+func (c secretsInCore) Secrets(string) corev1client.SecretInterface {
+	return c.CoreV1Interface.Secrets(c.ns)
+}
+
+func (c secretsInCore) ConfigMaps(string) corev1client.ConfigMapInterface {
+	return c.CoreV1Interface.ConfigMaps(c.ns)
 }

@@ -79,6 +79,37 @@ func parseDockerfile(path string) (dockerfile, error) {
 	return d, sc.Err()
 }
 
+// pinned: an image reference with a sha256 digest; a tag alone can move.
+var pinned = regexp.MustCompile(`^[^@ ]+@sha256:[0-9a-f]{64}$`)
+
+// Every stage's base is pinned by digest (scratch has none), so a Docker
+// build of a release commit gets the same bases later.
+func TestDockerfileBasesArePinnedByDigest(t *testing.T) {
+	root, err := repo.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob(filepath.Join(root, "images", "*", "Dockerfile"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no Dockerfiles under images/: %v", err)
+	}
+	for _, path := range files {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			fields := strings.Fields(line)
+			if len(fields) < 2 || !strings.EqualFold(fields[0], "FROM") || fields[1] == "scratch" {
+				continue
+			}
+			if !pinned.MatchString(fields[1]) {
+				t.Errorf("%s: base %q is not pinned by digest", filepath.Base(filepath.Dir(path)), fields[1])
+			}
+		}
+	}
+}
+
 func TestDockerfilesAgreeWithOCIBuild(t *testing.T) {
 	root, err := repo.Root()
 	if err != nil {

@@ -41,6 +41,7 @@ func run(args []string) error {
 	quickExit := fs.String("quick-exit-images", provider.DefaultQuickExitImage, "comma-separated images that exit 0 at once")
 	unpullable := fs.String("unpullable", "", "comma-separated images that fail to pull even if listed above")
 	verbose := fs.Bool("v", false, "debug logs")
+	secretsNS := fs.String("secrets-namespace", "", "the only namespace whose Secrets and ConfigMaps pod env is resolved from (empty: all)")
 	fs.StringVar(&pcfg.NodeIP, "node-ip", pcfg.NodeIP, "address reported as the nodes' InternalIP and the pods' hostIP")
 	fs.DurationVar(&pcfg.Timings.Pull, "pull-delay", pcfg.Timings.Pull, "time to pull an image a container has not run yet (an image swap too)")
 	fs.DurationVar(&pcfg.Timings.Start, "start-delay", pcfg.Timings.Start, "time to create and start a container")
@@ -58,7 +59,7 @@ func run(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	return virtualnode.Run(ctx, virtualnode.Config{Kubeconfig: *kubeconfig, Names: list(*nodes), MaxPods: *maxPods,
-		Workers: *workers, Provider: pcfg, Logger: logger}, nil)
+		Workers: *workers, Provider: pcfg, Logger: logger, SecretsNamespace: *secretsNS}, nil)
 }
 
 func list(s string) []string {

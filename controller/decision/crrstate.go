@@ -1,0 +1,135 @@
+package decision
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// CRRContainerState is kruise-daemon's state of one container of a CRR
+// (status.containerRecreateStates): Pending, Recreating, Succeeded or
+// Failed; Killed when the daemon itself stopped it.
+type CRRContainerState struct {
+	Name   string
+	Phase  string
+	Killed bool
+}
+
+// CRRState is one of the pod's ContainerRecreateRequests as kruise reports
+// it, and what that phase means for the pod, for `explain`.
+type CRRState struct {
+	Name    string
+	Attempt int
+	// Phase is kruise's status.phase as written; "" before kruise-daemon
+	// took the CRR up.
+	Phase string
+	// Containers is each target with kruise-daemon's state of it.
+	Containers []string
+	Meaning    string
+}
+
+// The phases of a CRR, as kruise writes them. kruise-daemon
+// (github.com/openkruise/kruise v1.9.1,
+// pkg/daemon/containerrecreate/crr_daemon_controller.go) sets Pending on a
+// CRR waiting behind another of the same pod (it works on one at a time,
+// pickRecreateRequest), Recreating on the one it works on, and Completed
+// once every target's state is Succeeded or Failed. kruise-manager
+// (pkg/controller/containerrecreaterequest/crr_controller.go) completes a
+// CRR the daemon has not answered within a minute, one past its
+// activeDeadlineSeconds, and one whose pod has gone. A target's state stays
+// Recreating while the container is exited (crr_daemon_util.go): under
+// restartPolicy Never the kubelet never recreates it, so a CRR that did its
+// job stays Recreating until its deadline.
+const (
+	crrPhasePending    = "Pending"
+	crrPhaseRecreating = "Recreating"
+	crrPhaseCompleted  = "Completed"
+	// crrDaemonResponse is kruise-manager's responseTimeout.
+	crrDaemonResponse = time.Minute
+)
+
+// CRRStates describes the pod's CRRs, oldest attempt first.
+func CRRStates(in Input) []CRRState {
+	status := map[string]Container{}
+	for _, c := range containersOf(in) {
+		status[c.Name] = c
+	}
+	out := make([]CRRState, 0, len(in.CRRs))
+	for _, c := range in.CRRs {
+		s := CRRState{Name: c.Name, Attempt: c.Attempt, Phase: c.Phase}
+		states := map[string]CRRContainerState{}
+		for _, st := range c.States {
+			states[st.Name] = st
+		}
+		stopped := len(c.Containers) > 0
+		for _, name := range c.Containers {
+			desc := name + "=-"
+			if st, ok := states[name]; ok {
+				desc = name + "=" + st.Phase
+				if st.Killed {
+					desc += "(killed)"
+				}
+			}
+			s.Containers = append(s.Containers, desc)
+			if ctr, ok := status[name]; !ok || ctr.State != StateTerminated {
+				stopped = false
+			}
+		}
+		s.Meaning = crrMeaning(in, c, stopped)
+		out = append(out, s)
+	}
+	// Attempts are few; a stable insertion sort keeps equal ones in order.
+	for i := 1; i < len(out); i++ {
+		for j := i; j > 0 && out[j].Attempt < out[j-1].Attempt; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return out
+}
+
+// containersOf classifies the pod's containers for their states, whether or
+// not Decide looks at the pod (a finished pod still has its CRRs).
+func containersOf(in Input) []Container {
+	if in.Pod == nil {
+		return nil
+	}
+	cs, _ := Classify(in.Pod, in.Policy)
+	return cs
+}
+
+// crrMeaning says, in one sentence, what the CRR's phase means here.
+// stopped is true when every container it names has terminated.
+func crrMeaning(in Input, c CRR, stopped bool) string {
+	d := c.Deadline
+	if d <= 0 && in.Pod != nil {
+		d = CRRDeadline(in.Pod, in.Policy)
+	}
+	deadline := c.Created.Add(d)
+	at := func(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+	passed := !in.Now.Before(deadline)
+	switch {
+	case c.Phase == crrPhaseCompleted || c.Finished():
+		why := "its containers are done"
+		if c.Message != "" {
+			why = "kruise says: " + BoundMessage(c.Message)
+		}
+		if c.Completed.IsZero() {
+			return fmt.Sprintf("finished (%s)", why)
+		}
+		return fmt.Sprintf("finished at %s (%s)", at(c.Completed), why)
+	case stopped && c.Phase == crrPhaseRecreating:
+		return fmt.Sprintf("its containers have stopped, so the kill is done; kruise keeps it Recreating (nothing is recreated once the pod will not run them again) until its deadline at %s", at(deadline))
+	case stopped:
+		return fmt.Sprintf("its containers have stopped; kruise completes it at its deadline at %s", at(deadline))
+	case passed:
+		return fmt.Sprintf("its deadline passed at %s with %s not stopped: a failed kill; kruise-manager completes it at its next sync", at(deadline), strings.Join(c.Containers, ", "))
+	case c.Phase == crrPhasePending:
+		return fmt.Sprintf("kruise-daemon works on another ContainerRecreateRequest of this pod first (one at a time); deadline %s", at(deadline))
+	case c.Phase == crrPhaseRecreating:
+		return fmt.Sprintf("kruise-daemon is stopping its containers; deadline %s", at(deadline))
+	case c.Phase == "":
+		return fmt.Sprintf("not yet taken up by kruise-daemon (kruise-manager completes it if the daemon has not answered by %s); deadline %s",
+			at(c.Created.Add(crrDaemonResponse)), at(deadline))
+	}
+	return fmt.Sprintf("phase %q; deadline %s", BoundMessage(c.Phase), at(deadline))
+}
