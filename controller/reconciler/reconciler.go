@@ -88,6 +88,9 @@ type podMemory struct {
 	// swappedAt: when each sidecar was swapped (or, after a restart, first
 	// seen swapped), for the swap's follow-through.
 	swappedAt map[string]time.Time
+	// attemptsMark is the AnnotationCRRAttempts value last written for a
+	// failed kill, so a lagging cache does not have it written twice.
+	attemptsMark string
 }
 
 // expectation is one write whose effect the cache has not shown yet.
@@ -155,6 +158,7 @@ func (r *Reconciler) Sync(ctx context.Context, key cache.ObjectName) (time.Durat
 		r.track(key, plan.Verdict)
 		r.noteWaiting(mem, plan)
 		r.report(logger, pod, mem, plan)
+		r.recordAttempts(ctx, logger, pod, mem, plan)
 
 		refused := false
 		for _, action := range plan.Actions {
