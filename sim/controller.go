@@ -15,7 +15,8 @@ import (
 	"github.com/sidecar-terminator/sidecar-terminator/controller/reconciler"
 )
 
-// syncCost is the virtual time one Sync takes a worker.
+// syncCost is the virtual time one Sync takes a worker, unless the
+// scenario's SyncCost says otherwise.
 const syncCost = 500 * time.Microsecond
 
 // Options tune a run beyond its scenario.
@@ -93,7 +94,7 @@ func (c *controller) kick() {
 		return
 	}
 	c.busy = true
-	c.s.after(syncCost, c.work)
+	c.s.after(c.s.sc.SyncCost, c.work)
 }
 
 // work is one worker turn: processNextWorkItem of the production controller.

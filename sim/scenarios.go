@@ -157,6 +157,11 @@ var Scenarios = []Scenario{
 		Faults: Faults{WriteTimeouts: 0.3}, Nodes: mixedNodes, Templates: mixedTemplates()},
 	{Name: "fault-cache-lag", Purpose: "the informer cache lags the world by seconds: expectations stop second writes",
 		Faults: Faults{CacheLag: 4 * time.Second, CacheJitter: 0.9}, Nodes: mixedNodes, Templates: mixedTemplates()},
+	{Name: "burst-backlog", Purpose: "a burst whose mains exit together meets a long queue and a cache lagging past the expectation timeout and the CRR deadline: one write per pod",
+		Pods: 400, Arrival: time.Second, SyncCost: 20 * time.Millisecond, Faults: Faults{CacheLag: 70 * time.Second, CacheJitter: 0.5},
+		Nodes: mixedNodes, Templates: []Template{
+			never("burst-crr", mainC("main", 10*time.Second, 10*time.Second), sidecar("proxy", "exit:0", markCRR)),
+			never("burst-vk", mainC("main", 10*time.Second, 10*time.Second), sidecar("proxy", "exit:0", markImage)).virtual()}},
 	{Name: "fault-events", Purpose: "watch events dropped (seen again at relist), duplicated and reordered",
 		Faults: Faults{DropEvents: 0.05, DupEvents: 0.2, ReorderEvents: 0.2, CacheLag: time.Second}, Nodes: mixedNodes, Templates: mixedTemplates()},
 	{Name: "fault-controller-crash", Purpose: "the controller crashes and restarts, losing its expectations and queue",
