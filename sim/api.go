@@ -205,3 +205,25 @@ func (w *World) patchPod(namespace, name string, patch []byte, status bool) erro
 func invalid(name string, err error) error {
 	return apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "patch", podsResource, name, err.Error(), 0, false)
 }
+
+// LivePod and LiveCRR read the world, as the controller's live reads read the
+// API server (reconciler.LiveChecker); the report counts them.
+func (w *apiWriter) LivePod(_ context.Context, namespace, name string) (*corev1.Pod, error) {
+	w.s.stats.liveReads++
+	e := w.s.world.pods[cache.ObjectName{Namespace: namespace, Name: name}]
+	if e == nil {
+		return nil, apierrors.NewNotFound(podsResource, name)
+	}
+	return e.obj, nil
+}
+
+func (w *apiWriter) LiveCRR(_ context.Context, namespace, name string) (*kruisev1alpha1.ContainerRecreateRequest, error) {
+	w.s.stats.liveReads++
+	crr := w.s.world.crrs[cache.ObjectName{Namespace: namespace, Name: name}]
+	if crr == nil {
+		return nil, apierrors.NewNotFound(crrResource, name)
+	}
+	return crr, nil
+}
+
+var _ reconciler.LiveChecker = (*apiWriter)(nil)

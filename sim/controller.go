@@ -15,7 +15,8 @@ import (
 	"github.com/sidecar-terminator/sidecar-terminator/controller/reconciler"
 )
 
-// syncCost is the virtual time one Sync takes a worker.
+// syncCost is the virtual time one Sync takes a worker, unless the
+// scenario's SyncCost says otherwise.
 const syncCost = 500 * time.Microsecond
 
 // Options tune a run beyond its scenario.
@@ -59,6 +60,7 @@ func (s *Sim) startController(id int) *controller {
 		// the unpullable images included, to exercise the follow-through.
 		cfg.Policy.AllowedQuickExitImages = []string{decision.AllowAnyImage}
 	}
+	cfg.Policy.DefaultQuickExitImage = s.sc.DefaultQuickExitImage
 	c.rec = reconciler.New(cfg, r, &apiWriter{s: s, c: c}, &recorder{s: s}, nil, s.clock)
 	s.ctrls = append(s.ctrls, c)
 	s.trace.add("controller", "instance %d started with %d pods listed", id, len(c.cache.pods))
@@ -91,7 +93,7 @@ func (c *controller) kick() {
 		return
 	}
 	c.busy = true
-	c.s.after(syncCost, c.work)
+	c.s.after(c.s.sc.SyncCost, c.work)
 }
 
 // work is one worker turn: processNextWorkItem of the production controller.

@@ -43,11 +43,17 @@ type Scenario struct {
 	NoCRRAPI  bool
 	// AllowedImages is the controller's quick-exit image allowlist.
 	AllowedImages []string // empty: any image ('*')
+	// DefaultQuickExitImage is the controller's --default-quick-exit-image.
+	DefaultQuickExitImage string
 	// Bound is how long after its mains are done a pod may take to finish.
 	Bound time.Duration
 	// Quiesce is how long the world must stay settled before the run ends,
 	// so a late wrong write is still seen.
 	Quiesce time.Duration
+	// SyncCost is how long one sync holds the controller's one worker: a
+	// long one stands for few workers writing to a loaded API server, and
+	// a burst then queues (zero: syncCost).
+	SyncCost time.Duration
 }
 
 // NodeGroup is Count identical nodes.
@@ -135,6 +141,9 @@ func (sc Scenario) withDefaults() Scenario {
 	}
 	if sc.Bound == 0 {
 		sc.Bound = 15 * time.Minute
+	}
+	if sc.SyncCost == 0 {
+		sc.SyncCost = syncCost
 	}
 	if sc.Quiesce == 0 {
 		sc.Quiesce = 3 * time.Minute

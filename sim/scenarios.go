@@ -95,6 +95,12 @@ var Scenarios = []Scenario{
 		NoCRRAPI: true, Nodes: normalNodes, Templates: []Template{
 			never("nokruise-img", job(), sidecar("proxy", "exit:0", markCRR, markImage)),
 			never("nokruise-crr", job(), sidecar("proxy", "exit:0", markCRR)).expect(ExpectWarning)}},
+	{Name: "no-crr-api-default-image", Purpose: "OpenKruise not installed, operator default quick-exit image: every plain-env pod finished by image swaps on normal nodes too",
+		NoCRRAPI: true, DefaultQuickExitImage: QuickExitImage, Nodes: mixedNodes, Templates: []Template{
+			never("nk-default", job(), sidecar("proxy", "exit:0", markCRR)),
+			onFailure("nk-default-of", job(), sidecar("proxy", "exit:0", markCRR)),
+			never("nk-default-vk", job(), sidecar("proxy", "exit:0", markCRR)).virtual(),
+			never("nk-istio", job(), C{Name: "istio-proxy", Sidecar: true, Image: IstioImage, NoArgs: true}).annotate(decision.AnnotationSidecars, "istio-proxy")}},
 	{Name: "ignored-pods", Purpose: "pods the controller must never write for: restartPolicy Always, no marks, only sidecars, unusable marks",
 		Nodes: normalNodes, Templates: []Template{
 			{Name: "always", RestartPolicy: corev1.RestartPolicyAlways, Containers: []C{job(), sidecar("proxy", "exit:0", markCRR)}, Expect: ExpectIgnored},
@@ -151,6 +157,11 @@ var Scenarios = []Scenario{
 		Faults: Faults{WriteTimeouts: 0.3}, Nodes: mixedNodes, Templates: mixedTemplates()},
 	{Name: "fault-cache-lag", Purpose: "the informer cache lags the world by seconds: expectations stop second writes",
 		Faults: Faults{CacheLag: 4 * time.Second, CacheJitter: 0.9}, Nodes: mixedNodes, Templates: mixedTemplates()},
+	{Name: "burst-backlog", Purpose: "a burst whose mains exit together meets a long queue and a cache lagging past the expectation timeout and the CRR deadline: one write per pod",
+		Pods: 400, Arrival: time.Second, SyncCost: 20 * time.Millisecond, Faults: Faults{CacheLag: 70 * time.Second, CacheJitter: 0.5},
+		Nodes: mixedNodes, Templates: []Template{
+			never("burst-crr", mainC("main", 10*time.Second, 10*time.Second), sidecar("proxy", "exit:0", markCRR)),
+			never("burst-vk", mainC("main", 10*time.Second, 10*time.Second), sidecar("proxy", "exit:0", markImage)).virtual()}},
 	{Name: "fault-events", Purpose: "watch events dropped (seen again at relist), duplicated and reordered",
 		Faults: Faults{DropEvents: 0.05, DupEvents: 0.2, ReorderEvents: 0.2, CacheLag: time.Second}, Nodes: mixedNodes, Templates: mixedTemplates()},
 	{Name: "fault-controller-crash", Purpose: "the controller crashes and restarts, losing its expectations and queue",

@@ -152,8 +152,12 @@ func explainPod(ctx context.Context, w io.Writer, client kubernetes.Interface, r
 	}
 	fmt.Fprintf(w, "Pod %s/%s on node %q (restartPolicy %s, phase %s); ContainerRecreateRequest API served: %t\n",
 		namespace, name, pod.Spec.NodeName, pod.Spec.RestartPolicy, pod.Status.Phase, read.CRRAPI)
-	fmt.Fprintf(w, "Settings: %s (virtual nodes: %q, quick-exit allowlist: %v, CRR deadline %s, %d attempts)\n\n",
-		source, cfg.VirtualNodeSelector.String(), cfg.Policy.AllowedQuickExitImages, cfg.Policy.CRRDeadline, cfg.Policy.MaxCRRAttempts)
+	defaultImage := cfg.Policy.DefaultQuickExitImage
+	if defaultImage == "" {
+		defaultImage = "none"
+	}
+	fmt.Fprintf(w, "Settings: %s (virtual nodes: %q, quick-exit allowlist: %v, default quick-exit image: %s, CRR deadline %s, %d attempts)\n\n",
+		source, cfg.VirtualNodeSelector.String(), cfg.Policy.AllowedQuickExitImages, defaultImage, cfg.Policy.CRRDeadline, cfg.Policy.MaxCRRAttempts)
 	if err := plan.Explain(w); err != nil {
 		return err
 	}

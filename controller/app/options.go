@@ -31,6 +31,7 @@ type Options struct {
 	Workers                int
 	VirtualNodeSelector    string
 	QuickExitAllowlist     []string
+	DefaultQuickExitImage  string
 	CRRDeadline            time.Duration
 	CRRMaxAttempts         int
 	CRRRetryBackoff        time.Duration
@@ -100,6 +101,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Workers, "workers", o.Workers, "Pods synced in parallel.")
 	fs.StringVar(&o.VirtualNodeSelector, "virtual-node-selector", o.VirtualNodeSelector, "Label selector of virtual-kubelet nodes, where sidecars are stopped by image swap.")
 	fs.StringSliceVar(&o.QuickExitAllowlist, "quick-exit-image-allowlist", o.QuickExitAllowlist, "Images that may be swapped in: a full reference allows exactly it, a repository any tag or digest of it, '*' any valid image (an explicit choice: pod authors then pick the image). Empty allows none.")
+	fs.StringVar(&o.DefaultQuickExitImage, "default-quick-exit-image", o.DefaultQuickExitImage, "Quick-exit image swapped in for marked sidecars that name none of their own, only where no ContainerRecreateRequest path exists (no OpenKruise, a node without kruise-daemon, a CRR refused or failed); must be on --quick-exit-image-allowlist. Empty: none.")
 	fs.DurationVar(&o.CRRDeadline, "crr-deadline", o.CRRDeadline, "How long a ContainerRecreateRequest may take before its kill counts as failed.")
 	fs.IntVar(&o.CRRMaxAttempts, "crr-max-attempts", o.CRRMaxAttempts, "ContainerRecreateRequests made for one pod before giving up.")
 	fs.DurationVar(&o.CRRRetryBackoff, "crr-retry-backoff", o.CRRRetryBackoff, "Wait before the second ContainerRecreateRequest; doubles each time.")
@@ -141,6 +143,9 @@ func (o *Options) ReconcilerConfig() (reconciler.Config, error) {
 			return cfg, fmt.Errorf("--quick-exit-image-allowlist entry %q: %w", img, err)
 		}
 	}
+	if err := o.checkDefaultImage(); err != nil {
+		return cfg, err
+	}
 	if o.CRRDeadline < decision.MinCRRDeadline {
 		return cfg, fmt.Errorf("--crr-deadline (%s) must be at least %s: OpenKruise's webhook refuses a shorter activeDeadlineSeconds", o.CRRDeadline, decision.MinCRRDeadline)
 	}
@@ -157,8 +162,27 @@ func (o *Options) ReconcilerConfig() (reconciler.Config, error) {
 	cfg.Policy.AllowedQuickExitImages, cfg.Policy.CRRDeadline = o.QuickExitAllowlist, o.CRRDeadline
 	cfg.Policy.MaxCRRAttempts, cfg.Policy.RetryBackoff = o.CRRMaxAttempts, o.CRRRetryBackoff
 	cfg.Policy.SwapStartAllowance = o.SwapStartAllowance
+	cfg.Policy.DefaultQuickExitImage = o.DefaultQuickExitImage
 	cfg.CRRTTLAfterFinished = o.CRRTTLAfterFinished
 	return cfg, nil
+}
+
+// checkDefaultImage refuses a default quick-exit image the decision would
+// not swap in: an invalid reference, or one the allowlist does not allow.
+// The decision checks it again and fails closed; refusing here makes the
+// mistake an error at start rather than pods left without a path.
+func (o *Options) checkDefaultImage() error {
+	img := o.DefaultQuickExitImage
+	if img == "" {
+		return nil
+	}
+	if err := decision.ValidateImage(img); err != nil {
+		return fmt.Errorf("--default-quick-exit-image %q: %w", img, err)
+	}
+	if !decision.ImageAllowed(img, o.QuickExitAllowlist) {
+		return fmt.Errorf("--default-quick-exit-image %q is not allowed by --quick-exit-image-allowlist %q", img, o.QuickExitAllowlist)
+	}
+	return nil
 }
 
 // checkClientLimit refuses a client limit client-go would read otherwise

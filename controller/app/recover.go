@@ -76,7 +76,7 @@ func earlierActions(pods []*corev1.Pod, crrsOf func(*corev1.Pod) []*kruisev1alph
 		var swapped []string
 		image := ""
 		for _, c := range containers {
-			if c.Role != decision.RoleSidecar || c.QuickExitImage == "" || c.Image != c.QuickExitImage {
+			if c.Role != decision.RoleSidecar || c.SwappedTo() == "" {
 				continue
 			}
 			if c.State == decision.StateTerminated && now.Sub(c.FinishedAt) >= recoverWindow {

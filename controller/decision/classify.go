@@ -46,6 +46,7 @@ func classifyRegular(pod *corev1.Pod, index int, c corev1.Container, annotated b
 		problems = append(problems, Problem{Reason: reason, Message: BoundMessage(fmt.Sprintf("container %q: ", c.Name) + fmt.Sprintf(format, args...))})
 	}
 	var image string
+	named := false // an image was named, usable or not: the default is not for it
 	for _, env := range c.Env {
 		switch env.Name {
 		case EnvTerminate, EnvIgnoreExitCode:
@@ -69,6 +70,7 @@ func classifyRegular(pod *corev1.Pod, index int, c corev1.Container, annotated b
 			if env.Value == "" {
 				continue
 			}
+			named = true
 			if TooLong(env.Value) {
 				// Still a sidecar (below), but with no usable image.
 				ctr.MarkedBy = append(ctr.MarkedBy, EnvTerminateWithImage)
@@ -85,7 +87,9 @@ func classifyRegular(pod *corev1.Pod, index int, c corev1.Container, annotated b
 	if annotated {
 		ctr.KillByCRR = true
 		ctr.MarkedBy = append(ctr.MarkedBy, AnnotationSidecars)
-		if v := pod.Annotations[AnnotationQuickExitImage]; image == "" && TooLong(v) {
+		v := pod.Annotations[AnnotationQuickExitImage]
+		named = named || v != ""
+		if image == "" && TooLong(v) {
 			bad(ReasonInvalidQuickExitImage, "%s", tooLongMessage("annotation "+AnnotationQuickExitImage, v))
 		} else if image == "" {
 			image = v
@@ -97,10 +101,13 @@ func classifyRegular(pod *corev1.Pod, index int, c corev1.Container, annotated b
 		return ctr, problems
 	}
 	ctr.Role = RoleSidecar
+	if !named {
+		ctr.DefaultImage = defaultImage(c, policy)
+	}
 	if image != "" {
 		if err := ValidateImage(image); err != nil {
 			bad(ReasonInvalidQuickExitImage, "quick-exit image %s is not a valid image reference: %v", Quote(image), err)
-		} else if !imageAllowed(image, policy.AllowedQuickExitImages) {
+		} else if !ImageAllowed(image, policy.AllowedQuickExitImages) {
 			bad(ReasonQuickExitImageNotAllowed, "quick-exit image %s is not in the allowlist %q", Quote(image), policy.AllowedQuickExitImages)
 		} else if TooLong(c.Image) {
 			// The swap's test op names the current image; the cache keeps
@@ -111,6 +118,18 @@ func classifyRegular(pod *corev1.Pod, index int, c corev1.Container, annotated b
 		}
 	}
 	return ctr, problems
+}
+
+// defaultImage is the operator's default quick-exit image for a sidecar that
+// names none, when it is usable: a valid reference on the allowlist (the
+// controller refuses to start otherwise; checked here too, failing closed),
+// and a container image the swap's test op can name.
+func defaultImage(c corev1.Container, policy Policy) string {
+	img := policy.DefaultQuickExitImage
+	if img == "" || ValidateImage(img) != nil || !ImageAllowed(img, policy.AllowedQuickExitImages) || TooLong(c.Image) {
+		return ""
+	}
+	return img
 }
 
 // literalBool reads a true/false env value, in any case. Anything else,
@@ -185,12 +204,12 @@ func ValidateImage(image string) error {
 	return nil
 }
 
-// imageAllowed fails closed: an image is swapped in only when the operator's
+// ImageAllowed fails closed: an image is swapped in only when the operator's
 // allowlist names it, its repository, or "*" (any valid image, an explicit
 // choice). An empty allowlist allows nothing. The swapped container keeps its
 // securityContext, mounts and token, so whoever may name the image (a pod
 // author, through env or annotation) must not be able to pick any image.
-func imageAllowed(image string, allowlist []string) bool {
+func ImageAllowed(image string, allowlist []string) bool {
 	ref, err := name.ParseReference(image)
 	if err != nil {
 		return false

@@ -28,6 +28,9 @@ func (p Plan) Explain(w io.Writer) error {
 			if c.QuickExitImage != "" {
 				ways = append(ways, "image "+c.QuickExitImage)
 			}
+			if c.DefaultImage != "" {
+				ways = append(ways, "default image "+c.DefaultImage+" where no CRR path")
+			}
 			if c.IgnoreExitCode {
 				ways = append(ways, "ignore-exit-code")
 			}

@@ -38,12 +38,13 @@ func (p Plan) kill(in Input, targets []Container) Plan {
 		inFlight = !latest.Finished() && in.Now.Before(deadline)
 	}
 
-	var byCRR, bySwap []Container
+	var byCRR []Container
+	var bySwap []Swap
 	var waiting, noPath []string
 	yielded, yieldUntil := p.yieldToSecondTerminator(in)
 	for _, c := range targets {
-		if c.QuickExitImage != "" && c.Image == c.QuickExitImage {
-			waiting = append(waiting, p.followSwap(in, c))
+		if img := c.SwappedTo(); img != "" {
+			waiting = append(waiting, p.followSwap(in, c, img))
 			continue
 		}
 		if yielded[c.Name] {
@@ -74,13 +75,16 @@ func (p Plan) kill(in Input, targets []Container) Plan {
 			waiting = append(waiting, fmt.Sprintf("the image swap of %q is retried in %s, after it was refused", c.Name, wait.Round(time.Second)))
 			continue
 		}
+		// image may be the operator's default (c.DefaultImage): the cases
+		// that swap before the CRR case are those without a CRR path.
+		swap := Swap{Index: c.Index, Container: c.Name, From: c.Image, To: image}
 		switch {
 		case in.Node.Virtual:
 			if image == "" {
 				noPath = append(noPath, fmt.Sprintf("container %q is on virtual node %q, which runs no kruise-daemon, and has no usable quick-exit image", c.Name, in.Node.Name))
 				continue
 			}
-			bySwap = append(bySwap, c)
+			bySwap = append(bySwap, swap)
 		case c.State != StateRunning:
 			// A ContainerRecreateRequest stops a running container; one that
 			// never started (or waits to restart) has nothing to stop.
@@ -89,13 +93,13 @@ func (p Plan) kill(in Input, targets []Container) Plan {
 				p.requeue(waitingRequeue)
 				continue
 			}
-			bySwap = append(bySwap, c)
+			bySwap = append(bySwap, swap)
 		case failed && image != "":
-			bySwap = append(bySwap, c)
+			bySwap = append(bySwap, swap)
 		case c.KillByCRR && in.CRRAPI:
 			byCRR = append(byCRR, c)
 		case image != "":
-			bySwap = append(bySwap, c)
+			bySwap = append(bySwap, swap)
 		case c.KillByCRR:
 			noPath = append(noPath, fmt.Sprintf("container %q needs a ContainerRecreateRequest, but that API (OpenKruise) is not installed, and it has no usable quick-exit image", c.Name))
 		default:
@@ -112,10 +116,9 @@ func (p Plan) kill(in Input, targets []Container) Plan {
 		waiting, noPath = p.planCRR(in, latest, inFlight, deadline, byCRR, waiting, noPath)
 	}
 	if len(bySwap) > 0 {
-		a := Action{Kind: ActionSwapImage}
-		for _, c := range bySwap {
-			a.Containers = append(a.Containers, c.Name)
-			a.Swaps = append(a.Swaps, Swap{Index: c.Index, Container: c.Name, From: c.Image, To: c.QuickExitImage})
+		a := Action{Kind: ActionSwapImage, Swaps: bySwap}
+		for _, sw := range bySwap {
+			a.Containers = append(a.Containers, sw.Container)
 		}
 		p.Actions = append(p.Actions, a)
 	}

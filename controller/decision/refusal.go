@@ -123,12 +123,16 @@ func refusedKill(r *Refusal, container string) Problem {
 // swapped to, and how long to wait before a refused swap is sent again. A
 // swap refused for good leaves the container to a CRR, or to no path.
 func (p *Plan) swapAfterRefusal(in Input, c Container) (string, time.Duration) {
-	if c.QuickExitImage == "" {
+	image := c.QuickExitImage
+	if image == "" {
+		image = c.DefaultImage
+	}
+	if image == "" {
 		return "", 0
 	}
 	r := latestRefusal(in.Refusals, ActionSwapImage, c.Name)
 	if r == nil {
-		return c.QuickExitImage, 0
+		return image, 0
 	}
 	if !r.MaybeApplied {
 		p.Problems = append(p.Problems, refusedKill(r, c.Name))
@@ -139,9 +143,9 @@ func (p *Plan) swapAfterRefusal(in Input, c Container) (string, time.Duration) {
 		return "", 0
 	case wait > 0:
 		p.requeue(wait)
-		return c.QuickExitImage, wait
+		return image, wait
 	}
-	return c.QuickExitImage, 0
+	return image, 0
 }
 
 // settleRefused handles a refused phase settle: wait out its backoff, or

@@ -11,7 +11,7 @@ import (
 // not pull, the container does not start, the node ignores image updates),
 // and a Warning names what the node reports. Either way the pod is looked
 // at again: never silent.
-func (p *Plan) followSwap(in Input, c Container) string {
+func (p *Plan) followSwap(in Input, c Container, image string) string {
 	since, ok := in.SwappedAt[c.Name]
 	if !ok {
 		p.SwapsUnseen = append(p.SwapsUnseen, c.Name)
@@ -27,20 +27,31 @@ func (p *Plan) followSwap(in Input, c Container) string {
 		return fmt.Sprintf("%q has its quick-exit image; the node restarts it with it", c.Name)
 	}
 	p.requeue(bound)
-	why := swapStuck(c)
+	why := swapStuck(c, image)
 	p.Problems = append(p.Problems, Problem{Reason: ReasonQuickExitNotRunning, Message: fmt.Sprintf(
-		"container %q was given the quick-exit image %s more than %s ago and has not terminated: %s", c.Name, c.QuickExitImage, bound, why)})
+		"container %q was given the quick-exit image %s more than %s ago and has not terminated: %s", c.Name, image, bound, why)})
 	return fmt.Sprintf("%q has its quick-exit image but has not terminated: %s", c.Name, why)
+}
+
+// SwappedTo is the quick-exit image the sidecar's spec already names (its
+// own, or the operator's default), or empty when it was not swapped.
+func (c Container) SwappedTo() string {
+	for _, img := range []string{c.QuickExitImage, c.DefaultImage} {
+		if img != "" && c.Image == img {
+			return img
+		}
+	}
+	return ""
 }
 
 // swapStuck says, from the container's status, why a swapped sidecar has not
 // terminated: the kubelet's waiting reason, or the image it runs.
-func swapStuck(c Container) string {
+func swapStuck(c Container, image string) string {
 	switch c.State {
 	case StateWaiting:
 		return "waiting: " + bounded(c.WaitingReason)
 	case StateRunning:
-		if c.StatusImage != "" && !sameImage(c.StatusImage, c.QuickExitImage) {
+		if c.StatusImage != "" && !sameImage(c.StatusImage, image) {
 			return fmt.Sprintf("still running image %s: the node did not restart it with the new image (a provider that ignores image updates?)", bounded(c.StatusImage))
 		}
 		return "running the quick-exit image, which should have exited"

@@ -62,6 +62,10 @@ type Container struct {
 	MarkedBy       []string // which marks made it a sidecar: env names or the annotation
 	KillByCRR      bool     // may be stopped by a ContainerRecreateRequest
 	QuickExitImage string   // valid, allowed image to swap in; empty when none
+	// DefaultImage is the operator's default quick-exit image
+	// (Policy.DefaultQuickExitImage) for a sidecar that names no image of
+	// its own; it is swapped in only where no CRR path exists (kill.go).
+	DefaultImage   string
 	IgnoreExitCode bool
 
 	// Status.
@@ -146,6 +150,13 @@ type Policy struct {
 	// RefusalBackoffMax caps the backoff between refused writes; a
 	// permanently refused write waits this long before its one retry.
 	RefusalBackoffMax time.Duration
+	// DefaultQuickExitImage is swapped in for marked sidecars that name no
+	// quick-exit image of their own, but only where no CRR path exists: no
+	// CRR API, a node without kruise-daemon, a CRR refused or failed, a
+	// sidecar a CRR cannot stop. It never replaces a working CRR path, so a
+	// cluster with OpenKruise behaves as without it until a CRR fails. It
+	// must pass AllowedQuickExitImages like any other image; empty: none.
+	DefaultQuickExitImage string
 }
 
 // DefaultQuickExitRepository is the project's own quick-exit image, the only

@@ -279,6 +279,7 @@ func TestValuesAreWiredToFlags(t *testing.T) {
 	dep := typed[appsv1.Deployment](t, only(t, render(t,
 		"--set", "virtualNodeSelector=node.kubernetes.io/virtual=true",
 		"--set", "quickExitImageAllowlist={ghcr.io/acme/quick-exit,registry.example/qe:v1}",
+		"--set", "defaultQuickExitImage=ghcr.io/acme/quick-exit:v2",
 		"--set", "crr.deadline=90s", "--set", "crr.maxAttempts=5", "--set", "crr.retryBackoff=2s", "--set", "crr.ttlAfterFinished=1h",
 		"--set", "workers=8", "--set", "kubeAPI.qps=20", "--set", "kubeAPI.burst=40", "--set", "logVerbosity=4",
 		"--set", "metrics.port=9090", "--set", "health.port=9091",
@@ -289,6 +290,7 @@ func TestValuesAreWiredToFlags(t *testing.T) {
 	checks := map[string][2]any{
 		"virtual-node-selector":       {o.VirtualNodeSelector, "node.kubernetes.io/virtual=true"},
 		"quick-exit-image-allowlist":  {o.QuickExitAllowlist, []string{"ghcr.io/acme/quick-exit", "registry.example/qe:v1"}},
+		"default-quick-exit-image":    {o.DefaultQuickExitImage, "ghcr.io/acme/quick-exit:v2"},
 		"crr-deadline":                {o.CRRDeadline, 90 * time.Second},
 		"crr-max-attempts":            {o.CRRMaxAttempts, 5},
 		"crr-retry-backoff":           {o.CRRRetryBackoff, 2 * time.Second},

@@ -7,6 +7,7 @@ import (
 
 	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
 	kruiseclient "github.com/openkruise/kruise-api/client/clientset/versioned"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -93,3 +94,24 @@ func (w Writer) AnnotatePod(ctx context.Context, namespace, name string, uid typ
 	_, err = w.Client.CoreV1().Pods(namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
 	return err
 }
+
+// LivePod implements reconciler.LiveChecker. The pod is trimmed as the
+// cache's are, so the decision reads the same fields, bounded the same way.
+func (w Writer) LivePod(ctx context.Context, namespace, name string) (*corev1.Pod, error) {
+	pod, err := w.Client.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	trimmed, err := TrimPod(pod)
+	if err != nil {
+		return nil, err
+	}
+	return trimmed.(*corev1.Pod), nil
+}
+
+// LiveCRR implements reconciler.LiveChecker.
+func (w Writer) LiveCRR(ctx context.Context, namespace, name string) (*kruisev1alpha1.ContainerRecreateRequest, error) {
+	return w.Kruise.AppsV1alpha1().ContainerRecreateRequests(namespace).Get(ctx, name, metav1.GetOptions{})
+}
+
+var _ reconciler.LiveChecker = Writer{}

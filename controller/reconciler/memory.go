@@ -104,14 +104,8 @@ func (r *Reconciler) satisfied(pod *corev1.Pod, pending []expectation) bool {
 					return false
 				}
 			}
-		case decision.ActionSwapImage:
-			for _, s := range e.action.Swaps {
-				if s.Index >= len(pod.Spec.Containers) || pod.Spec.Containers[s.Index].Image != s.To {
-					return false
-				}
-			}
-		case decision.ActionSettlePhase:
-			if !decision.HasSidecarTerminatedCondition(pod) {
+		case decision.ActionSwapImage, decision.ActionSettlePhase:
+			if !podShows(pod, e.action) {
 				return false
 			}
 		}

@@ -92,12 +92,14 @@ type podMemory struct {
 	// swappedAt: when each sidecar was swapped (or, after a restart, first
 	// seen swapped), for the swap's follow-through.
 	swappedAt map[string]time.Time
-	// second is OpenKruise's SidecarTerminator's CRR for the pod, once
-	// looked for (secondLooked says why) and found; secondNoted once it was
-	// logged and counted (second.go).
+	// OpenKruise's SidecarTerminator's CRR for the pod, once found (second.go).
 	second       *decision.SecondTerminator
 	secondLooked int
 	secondNoted  bool
+	// staleView is the cache's view (see Reconciler.view) on which a write
+	// refused as stale was decided, at staleAt: not decided on again.
+	staleView string
+	staleAt   time.Time
 }
 
 // expectation is one write whose effect the cache has not shown yet.
@@ -131,21 +133,8 @@ func (r *Reconciler) Sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	mem := r.memory(key, pod.UID)
 	now := r.clock.Now()
 
-	if len(mem.pending) > 0 {
-		switch {
-		case r.satisfied(pod, mem.pending):
-			mem.pending = nil
-		case now.Sub(mem.since) >= r.cfg.ExpectationTimeout:
-			// The write's effect never showed up (a policy engine stripped
-			// the CRR's label, a watch event was lost): decide afresh, and
-			// say so, since it means the cache and the cluster disagree.
-			r.metrics.ExpectationsTimedOut.Inc()
-			logger.Info("Expectation timed out: deciding afresh", "pending", describePending(mem.pending), "after", now.Sub(mem.since).String())
-			mem.pending = nil
-		default:
-			logger.V(4).Info("Waiting for the cache to show an earlier write", "pending", len(mem.pending))
-			return r.cfg.ExpectationTimeout - now.Sub(mem.since), nil
-		}
+	if wait, ok, err := r.awaitCache(ctx, logger, pod, mem, now); err != nil || !ok {
+		return wait, err
 	}
 
 	// A refused write is remembered and the pod decided again at once, so a
@@ -157,6 +146,11 @@ func (r *Reconciler) Sync(ctx context.Context, key cache.ObjectName) (time.Durat
 		plan, err := r.plan(pod, mem, now)
 		if err != nil {
 			return 0, err
+		}
+		if pass == 0 {
+			if pod, plan, err = r.recheckCorrection(ctx, pod, mem, plan, now); err != nil {
+				return 0, err
+			}
 		}
 		for _, c := range plan.SwapsUnseen {
 			mem.swapped(c, now)
@@ -299,7 +293,9 @@ func (r *Reconciler) act(ctx context.Context, logger klog.Logger, pod *corev1.Po
 		r.unexpect(mem, a)
 		what, refusal := classify(err, a)
 		if what == outcomeStale {
-			// The pod moved on: decide again on fresh state.
+			// The pod moved on: decide again on fresh state, once the cache
+			// shows it (awaitCache).
+			r.staleWrite(pod, mem, r.clock.Now())
 			r.metrics.Actions.WithLabelValues(method, ResultStale).Inc()
 			logger.Info("Action failed", "method", method, "containers", a.Containers, "err", boundedMessage(err.Error()))
 			return false, fmt.Errorf("%s for pod %s/%s: %w", method, pod.Namespace, pod.Name, err)
@@ -319,6 +315,9 @@ func (r *Reconciler) act(ctx context.Context, logger klog.Logger, pod *corev1.Po
 		return true, nil
 	}
 	delete(mem.refused, a.Kind)
+	// The cache's lag is counted from the write's answer, not from its
+	// start: a write slow at a loaded API server must not eat the wait.
+	mem.since = r.clock.Now()
 	if a.Kind == decision.ActionSwapImage {
 		for _, c := range a.Containers {
 			mem.swapped(c, r.clock.Now())

@@ -36,6 +36,7 @@ type world struct {
 
 	answers map[string][]error // per method, consumed in order; nil: accepted
 	sent    []string
+	patches []string // the image patches sent, in order
 }
 
 func (w *world) Pod(namespace, name string) (*corev1.Pod, error) {
@@ -67,7 +68,10 @@ func (w *world) CreateCRR(_ context.Context, crr *kruisev1alpha1.ContainerRecrea
 func (w *world) DeleteCRR(_ context.Context, _, name string) error {
 	return w.answer("delete " + name)
 }
-func (w *world) PatchPod(context.Context, string, string, []byte) error { return w.answer("swap") }
+func (w *world) PatchPod(_ context.Context, _, _ string, patch []byte) error {
+	w.patches = append(w.patches, string(patch))
+	return w.answer("swap")
+}
 func (w *world) PatchPodStatus(context.Context, string, string, []byte) error {
 	return w.answer("settle")
 }

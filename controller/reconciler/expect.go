@@ -1,0 +1,213 @@
+package reconciler
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/klog/v2"
+
+	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
+)
+
+// LiveChecker is a Writer that can also read the API server directly. The
+// reconciler asks it only when the cache has not shown a write's effect
+// within the expectation timeout, or once per stale write: the few reads
+// that keep a lagging cache from being answered with a second write.
+type LiveChecker interface {
+	// LivePod reads the pod from the API server.
+	LivePod(ctx context.Context, namespace, name string) (*corev1.Pod, error)
+	// LiveCRR reads the named CRR from the API server; an error for which
+	// apierrors.IsNotFound is true when there is none.
+	LiveCRR(ctx context.Context, namespace, name string) (*kruisev1alpha1.ContainerRecreateRequest, error)
+}
+
+// awaitCache says whether the pod may be decided now, and if not, when to
+// look again. One write per pod under any backlog rests on two rules here:
+//
+//   - A write the cache does not show yet is waited for. Past the
+//     expectation timeout the API server is asked whether the write took
+//     effect: if it did, the cache only lags (a long queue of watch events,
+//     a relist under load) and the wait goes on; a second write from that
+//     stale view would be doomed (the CRR exists, the swap's test op fails).
+//     Only a write the API server does not show either is decided afresh.
+//   - A write refused as stale (its test op failed, a Conflict) was decided
+//     on a view the API server had moved past. Deciding again on the same
+//     view would send the same doomed write, with only the retry back-off
+//     between them; so the pod waits until the cache shows a newer pod or
+//     CRR (the watch event that brings it also queues the pod), at most the
+//     expectation timeout.
+func (r *Reconciler) awaitCache(ctx context.Context, logger klog.Logger, pod *corev1.Pod, mem *podMemory, now time.Time) (time.Duration, bool, error) {
+	if len(mem.pending) > 0 {
+		waited := now.Sub(mem.since)
+		switch {
+		case r.satisfied(pod, mem.pending):
+			mem.pending = nil
+		case waited < r.cfg.ExpectationTimeout:
+			logger.V(4).Info("Waiting for the cache to show an earlier write", "pending", len(mem.pending))
+			return r.cfg.ExpectationTimeout - waited, false, nil
+		default:
+			applied, err := r.appliedLive(ctx, pod, mem.pending)
+			if err != nil {
+				return 0, false, fmt.Errorf("check pod %s/%s's unseen writes live: %w", pod.Namespace, pod.Name, err)
+			}
+			if applied {
+				logger.Info("The cache lags: an earlier write is in effect at the API server but not yet in the cache; waiting for it rather than writing again",
+					"pending", describePending(mem.pending), "after", waited.String())
+				mem.since = now
+				return r.cfg.ExpectationTimeout, false, nil
+			}
+			// The write's effect never showed up (a policy engine stripped
+			// the CRR's label, the write was undone): decide afresh, and
+			// say so, since it means the cache and the cluster disagree.
+			r.metrics.ExpectationsTimedOut.Inc()
+			logger.Info("Expectation timed out: deciding afresh", "pending", describePending(mem.pending), "after", waited.String())
+			mem.pending = nil
+		}
+	}
+	if mem.staleView == "" {
+		return 0, true, nil
+	}
+	if waited := now.Sub(mem.staleAt); waited < r.cfg.ExpectationTimeout && r.view(pod) == mem.staleView {
+		logger.V(4).Info("Waiting for the cache to move past the view a stale write was decided on")
+		return r.cfg.ExpectationTimeout - waited, false, nil
+	}
+	mem.staleView = ""
+	return 0, true, nil
+}
+
+// staleWrite remembers the view a write refused as stale was decided on.
+func (r *Reconciler) staleWrite(pod *corev1.Pod, mem *podMemory, now time.Time) {
+	mem.staleView, mem.staleAt = r.view(pod), now
+}
+
+// view names the versions of what the decision read from the cache: the pod
+// and its CRRs. It is empty when a version is missing (objects not from an
+// API server), so that nothing is held on a view that cannot be told apart.
+func (r *Reconciler) view(pod *corev1.Pod) string {
+	if pod.ResourceVersion == "" {
+		return ""
+	}
+	parts := []string{string(pod.UID) + "@" + pod.ResourceVersion}
+	if r.read.CRRAPIAvailable() {
+		crrs, err := r.read.CRRs(pod)
+		if err != nil {
+			return ""
+		}
+		for _, c := range crrs {
+			if c.ResourceVersion == "" {
+				return ""
+			}
+			parts = append(parts, c.Name+"@"+c.ResourceVersion)
+		}
+	}
+	sort.Strings(parts[1:])
+	return strings.Join(parts, " ")
+}
+
+// appliedLive reports whether the API server shows the effect of every
+// pending write. Without a LiveChecker it cannot tell, and says no.
+func (r *Reconciler) appliedLive(ctx context.Context, pod *corev1.Pod, pending []expectation) (bool, error) {
+	live, ok := r.write.(LiveChecker)
+	if !ok {
+		return false, nil
+	}
+	var livePod *corev1.Pod
+	for _, e := range pending {
+		switch e.action.Kind {
+		case decision.ActionCreateCRR:
+			crr, err := live.LiveCRR(ctx, pod.Namespace, e.action.CRRName)
+			if apierrors.IsNotFound(err) {
+				return false, nil
+			}
+			if err != nil {
+				return false, err
+			}
+			// Ours, as made: then the informer, which lists only CRRs with
+			// our label, will show it. Anyone else's, or ours with its labels
+			// stripped, the cache never shows: decide afresh, and the create
+			// meets it (CheckExistingCRR).
+			if CheckExistingCRR(crr, r.newCRR(pod, e.action)) != nil {
+				return false, nil
+			}
+		case decision.ActionDeleteCRR:
+			_, err := live.LiveCRR(ctx, pod.Namespace, e.action.CRRName)
+			if err == nil {
+				return false, nil
+			}
+			if !apierrors.IsNotFound(err) {
+				return false, err
+			}
+		case decision.ActionSwapImage, decision.ActionSettlePhase:
+			if livePod == nil {
+				p, err := live.LivePod(ctx, pod.Namespace, pod.Name)
+				if apierrors.IsNotFound(err) {
+					return false, nil
+				}
+				if err != nil {
+					return false, err
+				}
+				if p.UID != pod.UID {
+					return false, nil
+				}
+				livePod = p
+			}
+			if !podShows(livePod, e.action) {
+				return false, nil
+			}
+		}
+	}
+	return true, nil
+}
+
+// podShows reports whether the pod carries a swap's or a settle's effect.
+func podShows(pod *corev1.Pod, a decision.Action) bool {
+	switch a.Kind {
+	case decision.ActionSwapImage:
+		for _, s := range a.Swaps {
+			if s.Index >= len(pod.Spec.Containers) || pod.Spec.Containers[s.Index].Image != s.To {
+				return false
+			}
+		}
+		return true
+	case decision.ActionSettlePhase:
+		return decision.HasSidecarTerminatedCondition(pod)
+	}
+	return false
+}
+
+// recheckCorrection decides a plan that corrects an earlier kill once more,
+// on the live pod, when the cache's pod is not the latest. Such a plan
+// (FailedKills: a CRR past its deadline while the sidecar still runs, a
+// sidecar that came back) judges the pod by the cache, and a lagging cache
+// shows a sidecar running that has long stopped: the correction (a Warning,
+// a second CRR, a swap) would be a second write for nothing. The happy path
+// never gets here; a correction costs one read.
+func (r *Reconciler) recheckCorrection(ctx context.Context, pod *corev1.Pod, mem *podMemory, plan decision.Plan, now time.Time) (*corev1.Pod, decision.Plan, error) {
+	live, ok := r.write.(LiveChecker)
+	if !ok || len(plan.FailedKills) == 0 || len(plan.Actions) == 0 {
+		return pod, plan, nil
+	}
+	p, err := live.LivePod(ctx, pod.Namespace, pod.Name)
+	switch {
+	case apierrors.IsNotFound(err):
+		// Gone: the cache's delete event brings the pod back, and it is forgotten.
+		return pod, decision.Plan{Verdict: decision.VerdictIgnored, Reason: "the pod is gone"}, nil
+	case err != nil:
+		return nil, decision.Plan{}, fmt.Errorf("read pod %s/%s live before correcting a kill: %w", pod.Namespace, pod.Name, err)
+	case p.UID != pod.UID:
+		return pod, decision.Plan{Verdict: decision.VerdictIgnored, Reason: "the pod was replaced by another of the same name"}, nil
+	case p.ResourceVersion == pod.ResourceVersion:
+		return pod, plan, nil
+	}
+	fresh, err := r.plan(p, mem, now)
+	if err != nil {
+		return nil, decision.Plan{}, err
+	}
+	return p, fresh, nil
+}
