@@ -41,9 +41,15 @@ func (p Plan) kill(in Input, targets []Container) Plan {
 	var byCRR []Container
 	var bySwap []Swap
 	var waiting, noPath []string
+	yielded, yieldUntil := p.yieldToSecondTerminator(in)
 	for _, c := range targets {
 		if img := c.SwappedTo(); img != "" {
 			waiting = append(waiting, p.followSwap(in, c, img))
+			continue
+		}
+		if yielded[c.Name] {
+			waiting = append(waiting, fmt.Sprintf("%q is being stopped by OpenKruise's SidecarTerminator (%s)", c.Name, in.SecondTerminator.CRR))
+			p.requeue(yieldUntil.Sub(in.Now) + time.Second)
 			continue
 		}
 		targeted := latest != nil && contains(latest.Containers, c.Name)
@@ -101,6 +107,11 @@ func (p Plan) kill(in Input, targets []Container) Plan {
 		}
 	}
 
+	if wait, ok := waitForSecondTerminator(in, p.MainsDoneAt, latest, byCRR); ok {
+		p.requeue(wait)
+		waiting = append(waiting, fmt.Sprintf("the ContainerRecreateRequest for %v waits %s: OpenKruise's SidecarTerminator acts in this cluster, and its CRR is looked for first", names(byCRR), wait.Round(time.Second)))
+		byCRR = nil
+	}
 	if len(byCRR) > 0 {
 		planned := len(p.Actions)
 		waiting, noPath = p.planCRR(in, latest, inFlight, deadline, byCRR, waiting, noPath)

@@ -119,4 +119,7 @@ type Plan struct {
 	// CRRs are the pod's CRRs as kruise reports them, for Explain; Decide
 	// leaves it empty (CRRStates fills it).
 	CRRs []CRRState
+	// SecondTerminator, for Explain, is OpenKruise's SidecarTerminator's
+	// CRR for the pod when one was found.
+	SecondTerminator *SecondTerminator
 }
