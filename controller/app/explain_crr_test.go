@@ -58,3 +58,39 @@ func TestExplainShowsFinishedPodsCRRAsKruiseReportsIt(t *testing.T) {
 		t.Errorf("explain does not say until when kruise keeps it Recreating:\n%s", got)
 	}
 }
+
+// explain always looks for OpenKruise's own SidecarTerminator's CRR (a
+// one-off read), and says when it acts on the pod too.
+func TestExplainNamesASecondTerminator(t *testing.T) {
+	now := time.Now()
+	pod := podtest.Pod("job").UID("u2").Node("n").
+		Container("main", podtest.Exited(0, now.Add(-2*time.Second))).
+		Container("proxy", podtest.Env(decision.EnvTerminate, "true"), podtest.Running()).Build()
+	kruiseCRR := &kruisev1alpha1.ContainerRecreateRequest{
+		ObjectMeta: metav1.ObjectMeta{Name: "sidecar-termination-u2", Namespace: "default", CreationTimestamp: metav1.NewTime(now.Add(-time.Second)),
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "job", UID: "u2"}}},
+		Spec:   kruisev1alpha1.ContainerRecreateRequestSpec{PodName: "job", Containers: []kruisev1alpha1.ContainerRecreateRequestContainer{{Name: "proxy"}}},
+		Status: kruisev1alpha1.ContainerRecreateRequestStatus{Phase: kruisev1alpha1.ContainerRecreateRequestRecreating},
+	}
+	client := fake.NewClientset(pod, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}})
+	cfg, err := DefaultOptions().ReconcilerConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	read := kube.LiveReader{Client: client, Kruise: kruisefake.NewSimpleClientset(kruiseCRR), CRRAPI: true}
+	if err := explainPod(context.Background(), &out, client, read, cfg, "defaults", "default", "job"); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	for _, want := range []string{
+		"Decision: InProgress",
+		`"proxy" is being stopped by OpenKruise's SidecarTerminator (sidecar-termination-u2)`,
+		"Warning:  SecondTerminator: OpenKruise's own SidecarTerminator also acts on this pod",
+		"Second terminator: OpenKruise's own SidecarTerminator also acts on this pod: its ContainerRecreateRequest sidecar-termination-u2 (phase Recreating) names [proxy]",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("explain lacks %q:\n%s", want, got)
+		}
+	}
+}

@@ -160,6 +160,7 @@ func Run(ctx context.Context, o *Options) error {
 		defer process.leader.Set(0)
 		if cache.WaitForCacheSync(ctx.Done(), caches.Synced()...) {
 			noteEarlierActions(ctx, caches, cfg.Policy, eventsClient, recorder)
+			checkKruiseTerminator(ctx, eventsClient, rec)
 		}
 		if err := ctrl.Run(ctx, o.Workers); err != nil {
 			errs <- err

@@ -69,6 +69,8 @@ func Decide(in Input) Plan {
 		// Ignore-exit-code sidecars wait until the others have terminated:
 		// the phase is settled only then.
 		return plan.killInOrder(in, sidecars, regular)
+	case len(ignoring) > 0 && SettledByKruise(pod):
+		return plan.settledByKruise(ignoring)
 	case len(ignoring) > 0 && !settled:
 		if refused, wait := plan.settleRefused(in, ignoring); wait {
 			return refused

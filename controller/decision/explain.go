@@ -81,6 +81,14 @@ func (p Plan) Explain(w io.Writer) error {
 	if err := explainCRRs(w, p.CRRs); err != nil {
 		return err
 	}
+	if st := p.SecondTerminator; st != nil {
+		phase := st.Phase
+		if phase == "" {
+			phase = "(none yet)"
+		}
+		fmt.Fprintf(w, "\nSecond terminator: OpenKruise's own SidecarTerminator also acts on this pod: its ContainerRecreateRequest %s (phase %s) names %v. Run one terminator: turn off its feature gate.\n",
+			st.CRR, phase, st.Containers)
+	}
 	_, err := fmt.Fprintln(w)
 	return err
 }

@@ -41,9 +41,15 @@ func (p Plan) kill(in Input, targets []Container) Plan {
 	var byCRR []Container
 	var bySwap []Swap
 	var waiting, noPath []string
+	yielded, yieldUntil := p.yieldToSecondTerminator(in)
 	for _, c := range targets {
 		if img := c.SwappedTo(); img != "" {
 			waiting = append(waiting, p.followSwap(in, c, img))
+			continue
+		}
+		if yielded[c.Name] {
+			waiting = append(waiting, fmt.Sprintf("%q is being stopped by OpenKruise's SidecarTerminator (%s)", c.Name, in.SecondTerminator.CRR))
+			p.requeue(yieldUntil.Sub(in.Now) + time.Second)
 			continue
 		}
 		targeted := latest != nil && contains(latest.Containers, c.Name)
@@ -101,8 +107,21 @@ func (p Plan) kill(in Input, targets []Container) Plan {
 		}
 	}
 
+	if wait, ok := waitForSecondTerminator(in, p.MainsDoneAt, latest, byCRR); ok {
+		p.requeue(wait)
+		waiting = append(waiting, fmt.Sprintf("the ContainerRecreateRequest for %v waits %s: OpenKruise's SidecarTerminator acts in this cluster, and its CRR is looked for first", names(byCRR), wait.Round(time.Second)))
+		byCRR = nil
+	}
 	if len(byCRR) > 0 {
+		planned := len(p.Actions)
 		waiting, noPath = p.planCRR(in, latest, inFlight, deadline, byCRR, waiting, noPath)
+		if len(p.Actions) == planned && latest != nil && !inFlight && recordedAttempts(in.Pod, in.stage) < latest.Attempt {
+			// A CRR failed and the retry waits (its backoff) or was given
+			// up: the pod records the attempt now, before kruise may delete
+			// that CRR (ttl) and reset the count. A retry made at once
+			// records its own number as it is sent (reconciler.send).
+			p.RecordAttempts = AttemptsMark(in.stage, latest.Attempt)
+		}
 	}
 	if len(bySwap) > 0 {
 		a := Action{Kind: ActionSwapImage, Swaps: bySwap}

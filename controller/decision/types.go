@@ -184,8 +184,14 @@ type Input struct {
 	// SwappedAt holds when each sidecar was swapped to its quick-exit image,
 	// as far as the reconciler knows (first seen swapped, after a restart).
 	SwappedAt map[string]time.Time
-	Now       time.Time
-	Policy    Policy
+	// SecondTerminator is OpenKruise's own SidecarTerminator's CRR for the
+	// pod, when the reconciler has looked for it and found it (second.go).
+	SecondTerminator *SecondTerminator
+	// KruiseTerminatorSeen: that terminator has been seen acting in the
+	// cluster, so a pod's first CRR gives it a moment (second.go).
+	KruiseTerminatorSeen bool
+	Now                  time.Time
+	Policy               Policy
 
 	// stage is the stop-order stage being planned: set by the stop-order
 	// layer on the copy of the input it hands to kill, whose CRRs are then

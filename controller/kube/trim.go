@@ -53,6 +53,11 @@ func TrimPod(obj any) (any, error) {
 		trimmed := corev1.PodCondition{Type: c.Type, Status: c.Status}
 		if c.Type == decision.ConditionSidecarTerminated {
 			trimmed.LastTransitionTime = c.LastTransitionTime
+			if c.Message == decision.KruiseSettleMessage {
+				// OpenKruise's own SidecarTerminator settled it
+				// (decision/second.go); any other message is not kept.
+				trimmed.Message = c.Message
+			}
 		}
 		out.Status.Conditions = append(out.Status.Conditions, trimmed)
 	}

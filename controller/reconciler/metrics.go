@@ -25,6 +25,9 @@ type Metrics struct {
 	// ExpectationsTimedOut counts writes whose effect the cache never showed
 	// within the expectation timeout.
 	ExpectationsTimedOut prometheus.Counter
+	// SecondTerminatorPods counts pods on which OpenKruise's own
+	// SidecarTerminator was seen acting too (second.go).
+	SecondTerminatorPods prometheus.Counter
 }
 
 // Result labels of the actions counter.
@@ -74,6 +77,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "sidecar_terminator_expectations_timed_out_total",
 			Help: "Writes whose effect the informer cache did not show within the expectation timeout; the pod was decided afresh.",
 		}),
+		SecondTerminatorPods: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sidecar_terminator_second_terminator_pods_total",
+			Help: "Pods on which OpenKruise's own SidecarTerminator was seen acting too; sidecar-terminator yielded to it.",
+		}),
 	}
 	m.OldestWaiting = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "sidecar_terminator_oldest_waiting_sidecar_seconds",
@@ -87,7 +94,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m.initialise()
 	if reg != nil {
 		reg.MustRegister(m.Actions, m.Latency, m.FailedKills, m.Warnings, m.Decisions, m.PodsTracked, m.OldestWaiting)
-		reg.MustRegister(m.Refusals, m.ExpectationsTimedOut)
+		reg.MustRegister(m.Refusals, m.ExpectationsTimedOut, m.SecondTerminatorPods)
 	}
 	return m
 }

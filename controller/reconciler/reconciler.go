@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -67,6 +68,9 @@ type Reconciler struct {
 	mu      sync.Mutex
 	pods    map[cache.ObjectName]*podMemory
 	tracked int // pods whose memory says tracked: kept, not recounted, so a sync stays O(1)
+	// kruiseSeen: OpenKruise's own SidecarTerminator was seen acting on a
+	// pod (second.go).
+	kruiseSeen atomic.Bool
 }
 
 // podMemory is what the reconciler remembers of one pod between syncs. It is
@@ -88,6 +92,13 @@ type podMemory struct {
 	// swappedAt: when each sidecar was swapped (or, after a restart, first
 	// seen swapped), for the swap's follow-through.
 	swappedAt map[string]time.Time
+	// attemptsMark is the AnnotationCRRAttempts value last written for a
+	// failed kill, so a lagging cache does not have it written twice.
+	attemptsMark string
+	// OpenKruise's SidecarTerminator's CRR for the pod, once found (second.go).
+	second       *decision.SecondTerminator
+	secondLooked int
+	secondNoted  bool
 	// staleView is the cache's view (see Reconciler.view) on which a write
 	// refused as stale was decided, at staleAt: not decided on again.
 	staleView string
@@ -151,6 +162,8 @@ func (r *Reconciler) Sync(ctx context.Context, key cache.ObjectName) (time.Durat
 		r.track(key, plan.Verdict)
 		r.noteWaiting(mem, plan)
 		r.report(logger, pod, mem, plan)
+		r.noteSecondTerminator(logger, mem, plan)
+		r.recordAttempts(ctx, logger, pod, mem, plan)
 
 		refused := false
 		for _, action := range plan.Actions {
@@ -203,36 +216,16 @@ func describePending(pending []expectation) []string {
 	return out
 }
 
-// Plan gathers the decision's facts about the pod from the Reader and decides,
-// without acting: Sync acts on it, `explain` prints it.
-func (r *Reconciler) Plan(pod *corev1.Pod, now time.Time) (decision.Plan, error) {
-	in, err := r.memoryInput(pod, r.memory(cache.ObjectName{Namespace: pod.Namespace, Name: pod.Name}, pod.UID), now)
-	if err != nil {
-		return decision.Plan{}, err
-	}
-	plan := decision.Decide(in)
-	// For a person only (explain): the sync loop does not need them.
-	plan.CRRs = decision.CRRStates(in)
-	return plan, nil
-}
-
 func (r *Reconciler) plan(pod *corev1.Pod, mem *podMemory, now time.Time) (decision.Plan, error) {
 	in, err := r.memoryInput(pod, mem, now)
 	if err != nil {
 		return decision.Plan{}, err
 	}
-	return decision.Decide(in), nil
-}
-
-// memoryInput is input with what the reconciler remembers of the pod.
-func (r *Reconciler) memoryInput(pod *corev1.Pod, mem *podMemory, now time.Time) (decision.Input, error) {
-	in, err := r.input(pod, now)
-	if err != nil {
-		return in, err
+	plan := decision.Decide(in)
+	if in2, ok := r.lookForSecondTerminator(pod, mem, in, plan, false); ok {
+		plan = decision.Decide(in2)
 	}
-	in.Refusals = mem.refusals()
-	in.SwappedAt = mem.swappedAt
-	return in, nil
+	return plan, nil
 }
 
 // input gathers the decision's facts from the Reader.

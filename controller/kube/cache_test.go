@@ -1,0 +1,140 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
+	kruisefake "github.com/openkruise/kruise-api/client/clientset/versioned/fake"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/kubernetes/fake"
+	metadatafake "k8s.io/client-go/metadata/fake"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/sidecar-terminator/sidecar-terminator/controller/reconciler"
+)
+
+// discoveryStub answers the one discovery call the caches make, as the API
+// server does: the group's resources, a 404 for a group not served, or an
+// error.
+type discoveryStub struct {
+	discovery.DiscoveryInterface
+	mu     sync.Mutex
+	served bool
+	err    error
+	calls  int
+}
+
+func (d *discoveryStub) set(served bool, err error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.served, d.err = served, err
+}
+
+func (d *discoveryStub) ServerResourcesForGroupVersion(gv string) (*metav1.APIResourceList, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.calls++
+	switch {
+	case d.err != nil:
+		return nil, d.err
+	case !d.served || gv != kruisev1alpha1.GroupVersion.String():
+		return nil, apierrors.NewNotFound(kruisev1alpha1.Resource(""), gv)
+	}
+	return &metav1.APIResourceList{GroupVersion: gv, APIResources: []metav1.APIResource{{Name: "containerrecreaterequests", Namespaced: true}}}, nil
+}
+
+func TestCRRAPIServedReadsDiscovery(t *testing.T) {
+	d := &discoveryStub{}
+	if served, err := CRRAPIServed(d); served || err != nil {
+		t.Errorf("group not served: CRRAPIServed = %v, %v; want false, nil", served, err)
+	}
+	d.set(true, nil)
+	if served, err := CRRAPIServed(d); !served || err != nil {
+		t.Errorf("served: CRRAPIServed = %v, %v; want true, nil", served, err)
+	}
+	d.set(true, errors.New("connection refused"))
+	if _, err := CRRAPIServed(d); err == nil {
+		t.Error("a discovery error was not returned")
+	}
+}
+
+// OpenKruise installed while the controller runs: discovery (asked at once
+// through RediscoverCRRAPI, as after a CRR create answered 404) starts the
+// CRR informer, which lists our CRRs to the handlers added before it
+// existed; the CRD removed turns CRRs off; a failed discovery keeps what
+// was known.
+func TestDiscoveryStartsAndStopsTheCRRInformer(t *testing.T) {
+	scheme := runtime.NewScheme()
+	metav1.AddMetaToScheme(scheme)
+	ours := &kruisev1alpha1.ContainerRecreateRequest{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "p-st1",
+		Labels: map[string]string{reconciler.LabelManagedBy: reconciler.ManagedByValue, reconciler.LabelPodUID: "uid-1"}}}
+	theirs := &kruisev1alpha1.ContainerRecreateRequest{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "other"}}
+	c, err := NewCaches(fake.NewClientset(), metadatafake.NewSimpleMetadataClient(scheme), kruisefake.NewSimpleClientset(ours, theirs), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var added atomic.Int32
+	if err := c.AddCRRHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(any) { added.Add(1) }}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c.Start(ctx.Done())
+	if c.CRRAPIAvailable() || len(c.Synced()) != 2 {
+		t.Fatalf("CRR API available before discovery found it (synced funcs %d)", len(c.Synced()))
+	}
+	d := &discoveryStub{served: true}
+	done := make(chan struct{})
+	go func() { defer close(done); c.DiscoverCRRAPI(ctx, d, time.Hour) }()
+
+	eventually := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("not so after 30 s: %s", what)
+			}
+		}
+	}
+	c.RediscoverCRRAPI()
+	eventually("CRR API available", c.CRRAPIAvailable)
+	eventually("the handler saw our one CRR", func() bool { return added.Load() == 1 })
+	eventually("caches synced", c.HasSynced)
+	crrs, err := c.CRRs(podWithUID("default", "uid-1"))
+	if err != nil || len(crrs) != 1 || crrs[0].Name != "p-st1" {
+		t.Errorf("CRRs of the pod: %v, %v; want p-st1 only", crrs, err)
+	}
+	if crrs, _ := c.CRRs(podWithUID("elsewhere", "uid-1")); len(crrs) != 0 {
+		t.Errorf("a CRR of another namespace was returned: %v", crrs)
+	}
+
+	calls := func() int { d.mu.Lock(); defer d.mu.Unlock(); return d.calls }
+	d.set(true, errors.New("connection refused"))
+	before := calls()
+	c.RediscoverCRRAPI()
+	eventually("the failed discovery ran", func() bool { return calls() > before })
+	if !c.CRRAPIAvailable() {
+		t.Error("a failed discovery turned CRRs off")
+	}
+	d.set(false, nil)
+	c.RediscoverCRRAPI()
+	eventually("CRR API gone", func() bool { return !c.CRRAPIAvailable() })
+	if crrs, _ := c.CRRs(podWithUID("default", "uid-1")); crrs != nil {
+		t.Errorf("CRRs listed while the API is gone: %v", crrs)
+	}
+	cancel()
+	<-done
+}
+
+func podWithUID(namespace string, uid types.UID) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "p", UID: uid}}
+}

@@ -1,0 +1,113 @@
+package reconciler
+
+import (
+	"fmt"
+
+	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
+)
+
+// SecondTerminatorReader is a Reader that can read the CRR OpenKruise's own
+// SidecarTerminator makes for a pod (decision/second.go). The controller's
+// informer lists only its own CRRs, so this is a read of its own: made only
+// on a signal the controller already has, never on the happy path.
+type SecondTerminatorReader interface {
+	// KruiseTerminatorCRR returns the CRR named
+	// decision.KruiseTerminatorCRRName(pod) in the pod's namespace, or nil
+	// when there is none.
+	KruiseTerminatorCRR(pod *corev1.Pod) (*kruisev1alpha1.ContainerRecreateRequest, error)
+}
+
+// Why the reconciler looks for kruise's CRR; each at most once per pod.
+const (
+	lookPending = 1 << iota // one of our CRRs waits behind another of the pod
+	lookCreate              // kruise's terminator was seen; a first CRR is due
+)
+
+// lookForSecondTerminator reads kruise's CRR for the pod when a signal says
+// it may exist (or always, for explain), remembers what it found, and
+// returns the input with it. ok is false when nothing new was learnt.
+func (r *Reconciler) lookForSecondTerminator(pod *corev1.Pod, mem *podMemory, in decision.Input, plan decision.Plan, always bool) (decision.Input, bool) {
+	read, can := r.read.(SecondTerminatorReader)
+	if !can || !in.CRRAPI || in.SecondTerminator != nil {
+		return in, false
+	}
+	why := 0
+	switch {
+	case always:
+		why = lookPending | lookCreate
+	case decision.SuspectSecondTerminator(in):
+		why = lookPending
+	case in.KruiseTerminatorSeen && createsFirstCRR(plan):
+		why = lookCreate
+	}
+	if why == 0 || mem.secondLooked&why == why {
+		return in, false
+	}
+	mem.secondLooked |= why
+	crr, err := read.KruiseTerminatorCRR(pod)
+	if err != nil || crr == nil {
+		// Not found, or not readable now: the pod is decided as without it.
+		return in, false
+	}
+	mem.second = secondFacts(crr)
+	in.SecondTerminator = mem.second
+	return in, true
+}
+
+func createsFirstCRR(plan decision.Plan) bool {
+	for _, a := range plan.Actions {
+		if a.Kind == decision.ActionCreateCRR && a.Attempt == 1 {
+			return true
+		}
+	}
+	return false
+}
+
+func secondFacts(c *kruisev1alpha1.ContainerRecreateRequest) *decision.SecondTerminator {
+	st := &decision.SecondTerminator{CRR: c.Name, Phase: string(c.Status.Phase), Created: c.CreationTimestamp.Time}
+	for _, ctr := range c.Spec.Containers {
+		st.Containers = append(st.Containers, ctr.Name)
+	}
+	return st
+}
+
+// noteSecondTerminator makes a second terminator seen on a pod visible
+// beyond its Warning event: once per pod a log line and the metric, and,
+// the first time in this process, a log line for the cluster, from which
+// on every pod's first CRR looks for kruise's first.
+func (r *Reconciler) noteSecondTerminator(logger klog.Logger, mem *podMemory, plan decision.Plan) {
+	if mem.secondNoted {
+		return
+	}
+	var msg string
+	for _, p := range plan.Problems {
+		if p.Reason == decision.ReasonSecondTerminator {
+			msg = p.Message
+		}
+	}
+	if msg == "" {
+		return
+	}
+	mem.secondNoted = true
+	r.metrics.SecondTerminatorPods.Inc()
+	crr := ""
+	if mem.second != nil {
+		crr = mem.second.CRR
+	}
+	logger.Info("OpenKruise's SidecarTerminator also acts on this pod; sidecar-terminator yields to it", "kruiseCRR", crr)
+	if r.kruiseSeen.CompareAndSwap(false, true) {
+		logger.Info(fmt.Sprintf("OpenKruise's SidecarTerminator acts in this cluster: from now on each pod's first ContainerRecreateRequest waits %s for its CRR and makes none for the containers that names; turn off its feature gate to run one terminator",
+			decision.SecondTerminatorGrace))
+	}
+}
+
+// KruiseTerminatorSeen records that OpenKruise's SidecarTerminator was seen
+// acting in the cluster (at start-up, from its events): from now on each
+// pod's first CRR looks for its CRR first. It reports whether this is news.
+func (r *Reconciler) KruiseTerminatorSeen() bool {
+	return r.kruiseSeen.CompareAndSwap(false, true)
+}

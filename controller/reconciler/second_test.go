@@ -1,0 +1,125 @@
+package reconciler_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
+	"github.com/sidecar-terminator/sidecar-terminator/controller/reconciler"
+)
+
+// withKruise adds to the in-memory API server the CRRs OpenKruise's own
+// SidecarTerminator makes, which the reconciler's CRR list (ours only) never
+// shows, and counts the reads of them.
+type withKruise struct {
+	*apiFake
+	kruise map[string]*kruisev1alpha1.ContainerRecreateRequest
+	gets   int
+}
+
+func (w *withKruise) KruiseTerminatorCRR(pod *corev1.Pod) (*kruisev1alpha1.ContainerRecreateRequest, error) {
+	w.gets++
+	return w.kruise[decision.KruiseTerminatorCRRName(pod)], nil
+}
+
+// kruiseActs makes kruise's CRR for the pod, as kill_container_action.go
+// does (github.com/openkruise/kruise v1.9.1): named after the pod's UID,
+// owned by the pod, no labels.
+func (w *withKruise) kruiseActs(pod *corev1.Pod, containers ...string) {
+	crr := &kruisev1alpha1.ContainerRecreateRequest{ObjectMeta: metav1.ObjectMeta{
+		Name: decision.KruiseTerminatorCRRName(pod), Namespace: pod.Namespace, CreationTimestamp: metav1.NewTime(w.clock.Now()),
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID}}},
+		Spec: kruisev1alpha1.ContainerRecreateRequestSpec{PodName: pod.Name}}
+	for _, c := range containers {
+		crr.Spec.Containers = append(crr.Spec.Containers, kruisev1alpha1.ContainerRecreateRequestContainer{Name: c})
+	}
+	crr.Status.Phase = kruisev1alpha1.ContainerRecreateRequestRecreating
+	w.kruise[crr.Name] = crr
+}
+
+func newKruiseAPI(t *testing.T, pods ...*corev1.Pod) (*withKruise, *reconciler.Reconciler, *reconciler.Metrics) {
+	a, _, m := newAPI(t, pods...)
+	w := &withKruise{apiFake: a, kruise: map[string]*kruisev1alpha1.ContainerRecreateRequest{}}
+	return w, reconciler.New(reconciler.DefaultConfig(), w, a, a, m, a.clock), m
+}
+
+func (a *apiFake) setCRRPhase(name string, phase kruisev1alpha1.ContainerRecreateRequestPhase) {
+	for _, c := range a.crrs {
+		if c.Name == name {
+			c.Status.Phase = phase
+		}
+	}
+	a.catchUp()
+}
+
+func countEvents(a *apiFake, event string) int {
+	n := 0
+	for _, e := range a.events {
+		if e == event {
+			n++
+		}
+	}
+	return n
+}
+
+// Without OpenKruise's terminator, looking for it costs nothing: no read
+// beyond the controller's own cache, however the pod goes.
+func TestNoSecondTerminatorCostsNoRead(t *testing.T) {
+	w, rec, m := newKruiseAPI(t, donePod("p", "normal", markCRR))
+	mustSync(t, rec, "p")
+	w.catchUp()
+	w.setCRRPhase(decision.CRRName(w.pods["p"], 1), kruisev1alpha1.ContainerRecreateRequestRecreating)
+	w.clock.Step(time.Second)
+	mustSync(t, rec, "p")
+	if w.gets != 0 || strings.Join(w.writes, ",") != "crr" || testutil.ToFloat64(m.SecondTerminatorPods) != 0 {
+		t.Errorf("happy path: %d reads of kruise's CRR, writes %v, %v second-terminator pods; want 0, [crr], 0",
+			w.gets, w.writes, testutil.ToFloat64(m.SecondTerminatorPods))
+	}
+}
+
+// kruise-daemon keeps our CRR Pending behind kruise's own: that signal makes
+// the reconciler read kruise's CRR once, warn once, count the pod, and make
+// no second CRR for the sidecar kruise stops. From then on, a pod's first
+// CRR waits for kruise's CRR to show and is not made when it does.
+func TestSecondTerminatorIsNoticedAndYieldedTo(t *testing.T) {
+	p1, p2 := donePod("p1", "normal", markCRR), donePod("p2", "normal", markCRR)
+	w, rec, m := newKruiseAPI(t, p1, p2)
+	w.kruiseActs(p1, "log")
+	mustSync(t, rec, "p1") // our CRR, made before we could know
+	w.catchUp()
+	w.setCRRPhase(decision.CRRName(p1, 1), kruisev1alpha1.ContainerRecreateRequestPending)
+	for i := 0; i < 3; i++ {
+		w.clock.Step(time.Second)
+		mustSync(t, rec, "p1")
+	}
+	if w.gets != 1 {
+		t.Errorf("kruise's CRR read %d times, want once", w.gets)
+	}
+	if n := countEvents(w.apiFake, "Warning "+decision.ReasonSecondTerminator); n != 1 {
+		t.Errorf("%d SecondTerminator Warnings, want 1 (events %v)", n, w.events)
+	}
+	if got := testutil.ToFloat64(m.SecondTerminatorPods); got != 1 {
+		t.Errorf("second-terminator pods %v, want 1", got)
+	}
+
+	// The second pod: kruise is known to act in this cluster.
+	w.clock.SetTime(p2.Status.ContainerStatuses[0].State.Terminated.FinishedAt.Add(time.Second))
+	if after := mustSync(t, rec, "p2"); after <= 0 || after > decision.SecondTerminatorGrace {
+		t.Errorf("first CRR of p2 should wait up to %s for kruise's; requeue %s", decision.SecondTerminatorGrace, after)
+	}
+	w.kruiseActs(p2, "log")
+	w.clock.Step(decision.SecondTerminatorGrace)
+	mustSync(t, rec, "p2")
+	if got := strings.Join(w.writes, ","); got != "crr" {
+		t.Errorf("writes %s: a second CRR was made for a sidecar kruise's CRR stops", got)
+	}
+	if n := countEvents(w.apiFake, "Warning "+decision.ReasonSecondTerminator); n != 2 || testutil.ToFloat64(m.SecondTerminatorPods) != 2 {
+		t.Errorf("p2 not warned about or counted: events %v", w.events)
+	}
+}
