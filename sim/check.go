@@ -36,6 +36,10 @@ type truth struct {
 	// last stop: when, and which run of it (its restart count).
 	crrs   int
 	killed map[string]killMark
+	// writtenBack: the kubelet wrote its phase back over a settle once;
+	// settledAt: the latest settle, from which the kubelet's grace runs.
+	writtenBack bool
+	settledAt   time.Time
 }
 
 type killMark struct {
@@ -259,26 +263,13 @@ func (ch *Checker) kill(e *podEntry, container, cause string) {
 		ch.violate("safety", e, "%s stopped sidecar %q while %s", cause, container, why)
 		return
 	}
-	e.truth.killed[container] = killMark{at: ch.s.now(), restarts: e.rt.Container(container).RestartCount}
-	ch.inOrder(e, container, cause)
-}
-
-// stopRequested checks a stop asked of a running container (a CRR picked up,
-// an image change seen) before the model acts on it: a second stop of the
-// same run of a sidecar within the grace period of the first lands while the
-// first is under way (a CRR deadline shorter than the grace period counted
-// it failed), whether or not it changes what the container does.
-func (ch *Checker) stopRequested(e *podEntry, container, cause string) {
-	c := e.rt.Container(container)
-	if !ch.s.sc.OneStopPerGrace || c == nil || c.State != model.Running || e.truth.heldUp {
-		// A StopOrderHeldUp Warning said the controller stops the later
-		// stages with the held-up sidecars now, knowingly.
+	if tr := e.truth; tr.ignoring[container] && !tr.settledAt.IsZero() && ch.s.now().Before(tr.settledAt.Add(tr.grace)) && cause != "image change" {
+		ch.violate("safety", e, "%s stopped ignore-exit-code sidecar %q %s after the phase was settled, while the kubelet may still be stopping it (grace %s)",
+			cause, container, ch.s.now().Sub(tr.settledAt), tr.grace)
 		return
 	}
-	now := ch.s.now()
-	if k, ok := e.truth.killed[container]; ok && k.restarts == c.RestartCount && now.Before(k.at.Add(e.truth.grace)) {
-		ch.violate("safety", e, "%s stops %q %s after an earlier stop, within its grace period of %s", cause, container, now.Sub(k.at), e.truth.grace)
-	}
+	e.truth.killed[container] = killMark{at: ch.s.now(), restarts: e.rt.Container(container).RestartCount}
+	ch.inOrder(e, container, cause)
 }
 
 // inOrder checks the stop order: no sidecar of a later stage is stopped
@@ -300,15 +291,6 @@ func (ch *Checker) inOrder(e *podEntry, container, cause string) {
 				cause, container, tr.stageOf[container], name, tr.stageOf[name])
 			return
 		}
-	}
-}
-
-// crrCounted counts the CRRs created for a pod against the scenario's
-// MaxCRRsPerPod: the attempts must not reset when kruise deletes CRRs.
-func (ch *Checker) crrCounted(crr *kruisev1alpha1.ContainerRecreateRequest, e *podEntry) {
-	e.truth.crrs++
-	if max := ch.s.sc.MaxCRRsPerPod; max > 0 && e.truth.crrs > max {
-		ch.violate("safety", e, "CRR %s is the pod's CRR number %d, past the %d attempts: the count was reset", crr.Name, e.truth.crrs, max)
 	}
 }
 
@@ -361,6 +343,17 @@ func (ch *Checker) statusPatched(e *podEntry, old *corev1.Pod) {
 		ch.violate("safety", e, "phase settled to %s while %s", e.obj.Status.Phase, why)
 		return
 	}
+	n := 0
+	for _, c := range e.obj.Status.Conditions {
+		if c.Type == decision.ConditionSidecarTerminated {
+			n++
+		}
+	}
+	if n > 1 {
+		ch.violate("safety", e, "the settle left %d %s conditions; a re-settle must replace ours", n, decision.ConditionSidecarTerminated)
+		return
+	}
+	e.truth.settledAt = ch.s.now()
 	if e.obj.Status.Phase == corev1.PodSucceeded {
 		for _, name := range e.truth.mains {
 			if c := e.rt.Container(name); c.ExitCode != 0 {

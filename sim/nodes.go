@@ -54,7 +54,7 @@ func (w *World) makeNodes() {
 				n.name = fmt.Sprintf("virtual-%d-%d", gi, i)
 				n.labels["type"] = "virtual-kubelet"
 				timings.Pull, n.kubeletLag = 5*time.Second, time.Second
-			} else {
+			} else if !g.NoDaemon {
 				n.daemon = &daemon{spec: g.Daemon}
 				if n.daemon.spec.Pickup == 0 {
 					n.daemon.spec.Pickup = time.Second
@@ -177,6 +177,20 @@ func (s *Sim) kubeletSeeFinished(e *podEntry) {
 	s.trace.add(e.obj.Name, "kubelet sees phase %s: stops the pod's containers", e.obj.Status.Phase)
 	e.rt.Finish(s.now())
 	s.kubeletSync(e)
+}
+
+// kubeletWriteBack is the kubelet's status manager writing its cached phase
+// over a phase the controller settled, before the kubelet synced the pod;
+// the conditions stay (the kubelet merges them). The controller settles
+// again, and the kubelet, syncing then, sees the terminal phase.
+func (s *Sim) kubeletWriteBack(e *podEntry) {
+	if e.gone || e.rt == nil || !terminalPhase(e.obj.Status.Phase) {
+		return
+	}
+	pod := *e.obj
+	pod.Status.Phase = e.rt.Status().Phase
+	s.trace.add(e.obj.Name, "kubelet writes its cached phase %s back over %s", pod.Status.Phase, e.obj.Status.Phase)
+	s.world.replacePod(e, &pod)
 }
 
 // jobController deletes a pod whose mains restarted more than its Job's

@@ -44,7 +44,7 @@ func (p Plan) kill(in Input, targets []Container) Plan {
 	yielded, yieldUntil := p.yieldToSecondTerminator(in)
 	for _, c := range targets {
 		if img := c.SwappedTo(); img != "" {
-			waiting = append(waiting, p.followSwap(in, c, img))
+			waiting = append(waiting, p.followSwap(in, c, img, swapNotBefore(p.MainsDoneAt, latest, deadline)))
 			continue
 		}
 		if yielded[c.Name] {
@@ -82,6 +82,13 @@ func (p Plan) kill(in Input, targets []Container) Plan {
 		case in.Node.Virtual:
 			if image == "" {
 				noPath = append(noPath, fmt.Sprintf("container %q is on virtual node %q, which runs no kruise-daemon, and has no usable quick-exit image", c.Name, in.Node.Name))
+				continue
+			}
+			bySwap = append(bySwap, swap)
+		case in.Node.NoDaemon:
+			// Like a virtual node: a CRR would wait for its deadline there.
+			if image == "" {
+				noPath = append(noPath, fmt.Sprintf("container %q is on node %q, where no kruise-daemon runs (%s), and has no usable quick-exit image", c.Name, in.Node.Name, in.Node.DaemonWhy))
 				continue
 			}
 			bySwap = append(bySwap, swap)

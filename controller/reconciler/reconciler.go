@@ -156,7 +156,11 @@ func (r *Reconciler) Sync(ctx context.Context, key cache.ObjectName) (time.Durat
 			}
 		}
 		for _, c := range plan.SwapsUnseen {
-			mem.swapped(c, now)
+			since := plan.SwapsSince
+			if since.IsZero() {
+				since = now
+			}
+			mem.swapped(c, since)
 		}
 		r.metrics.Decisions.WithLabelValues(string(plan.Verdict)).Inc()
 		r.track(key, plan.Verdict)
@@ -235,6 +239,9 @@ func (r *Reconciler) input(pod *corev1.Pod, now time.Time) (decision.Input, erro
 	if nodeLabels, ok := r.read.NodeLabels(pod.Spec.NodeName); ok {
 		in.Node.Found = true
 		in.Node.Virtual = r.cfg.VirtualNodeSelector != nil && r.cfg.VirtualNodeSelector.Matches(labels.Set(nodeLabels))
+		if d, ok := r.read.(DaemonReader); ok && !in.Node.Virtual {
+			in.Node.NoDaemon, in.Node.DaemonWhy = d.KruiseDaemon(pod.Spec.NodeName, now)
+		}
 	}
 	if in.CRRAPI {
 		crrs, err := r.read.CRRs(pod)
