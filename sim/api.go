@@ -53,6 +53,9 @@ func (w *apiWriter) CreateCRR(_ context.Context, crr *kruisev1alpha1.ContainerRe
 		if readPodFirst && e != nil && (len(crr.OwnerReferences) == 0 || e.obj.UID != crr.OwnerReferences[0].UID) {
 			return apierrors.NewConflict(crrResource, crr.Name, fmt.Errorf("pod %s is now a different pod", crr.Spec.PodName))
 		}
+		if err := s.webhookRefusal(crr); err != nil {
+			return err
+		}
 		_, _, err := s.world.admitCRR(crr)
 		if apierrors.IsAlreadyExists(err) {
 			// As kube.Writer: the CRR under the name is checked.

@@ -17,6 +17,8 @@ import (
 // and changes only when a notification is delivered, so it lags the world.
 type Cache struct {
 	crrAPI bool
+	// served answers a rediscovery of the CRR API (refusals.go).
+	served func() bool
 	pods   map[cache.ObjectName]*corev1.Pod
 	crrs   map[cache.ObjectName]*kruisev1alpha1.ContainerRecreateRequest
 	byUID  map[types.UID]map[cache.ObjectName]bool // CRRs by their pod-uid label

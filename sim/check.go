@@ -32,10 +32,19 @@ type truth struct {
 	ignoring map[string]bool
 	grace    time.Duration
 	heldUp   bool // a StopOrderHeldUp Warning was recorded
+	// crrs counts the CRRs created for the pod; killed is each sidecar's
+	// last stop: when, and which run of it (its restart count).
+	crrs   int
+	killed map[string]killMark
+}
+
+type killMark struct {
+	at       time.Time
+	restarts int32
 }
 
 func newTruth(t *Template, pod *corev1.Pod) *truth {
-	tr := &truth{sidecars: map[string]bool{}, expect: t.Expect, ignoring: map[string]bool{}, grace: 30 * time.Second}
+	tr := &truth{sidecars: map[string]bool{}, expect: t.Expect, ignoring: map[string]bool{}, grace: 30 * time.Second, killed: map[string]killMark{}}
 	if t.Grace > 0 {
 		tr.grace = time.Duration(t.Grace) * time.Second
 	}
@@ -240,6 +249,8 @@ func (ch *Checker) liveness(e *podEntry) {
 		ch.violate("liveness", e, "mains done %s ago, no termination path, and no Warning event", ch.s.sc.Bound)
 	case tr.expect == ExpectEither && !terminal && !tr.warned:
 		ch.violate("liveness", e, "mains done %s ago, pod still %s and no Warning event", ch.s.sc.Bound, e.obj.Status.Phase)
+	case tr.expect == ExpectWarnedTerminal && !(terminal && tr.warned):
+		ch.violate("liveness", e, "mains done %s ago: pod %s, Warning %v; want both a Warning and Succeeded/Failed", ch.s.sc.Bound, e.obj.Status.Phase, tr.warned)
 	}
 }
 
@@ -253,7 +264,26 @@ func (ch *Checker) kill(e *podEntry, container, cause string) {
 		ch.violate("safety", e, "%s stopped sidecar %q while %s", cause, container, why)
 		return
 	}
+	e.truth.killed[container] = killMark{at: ch.s.now(), restarts: e.rt.Container(container).RestartCount}
 	ch.inOrder(e, container, cause)
+}
+
+// stopRequested checks a stop asked of a running container (a CRR picked up,
+// an image change seen) before the model acts on it: a second stop of the
+// same run of a sidecar within the grace period of the first lands while the
+// first is under way (a CRR deadline shorter than the grace period counted
+// it failed), whether or not it changes what the container does.
+func (ch *Checker) stopRequested(e *podEntry, container, cause string) {
+	c := e.rt.Container(container)
+	if !ch.s.sc.OneStopPerGrace || c == nil || c.State != model.Running || e.truth.heldUp {
+		// A StopOrderHeldUp Warning said the controller stops the later
+		// stages with the held-up sidecars now, knowingly.
+		return
+	}
+	now := ch.s.now()
+	if k, ok := e.truth.killed[container]; ok && k.restarts == c.RestartCount && now.Before(k.at.Add(e.truth.grace)) {
+		ch.violate("safety", e, "%s stops %q %s after an earlier stop, within its grace period of %s", cause, container, now.Sub(k.at), e.truth.grace)
+	}
 }
 
 // inOrder checks the stop order: no sidecar of a later stage is stopped
@@ -275,6 +305,15 @@ func (ch *Checker) inOrder(e *podEntry, container, cause string) {
 				cause, container, tr.stageOf[container], name, tr.stageOf[name])
 			return
 		}
+	}
+}
+
+// crrCounted counts the CRRs created for a pod against the scenario's
+// MaxCRRsPerPod: the attempts must not reset when kruise deletes CRRs.
+func (ch *Checker) crrCounted(crr *kruisev1alpha1.ContainerRecreateRequest, e *podEntry) {
+	e.truth.crrs++
+	if max := ch.s.sc.MaxCRRsPerPod; max > 0 && e.truth.crrs > max {
+		ch.violate("safety", e, "CRR %s is the pod's CRR number %d, past the %d attempts: the count was reset", crr.Name, e.truth.crrs, max)
 	}
 }
 

@@ -47,7 +47,8 @@ type controller struct {
 // startController starts an instance that lists the world, as informers do.
 func (s *Sim) startController(id int) *controller {
 	c := &controller{s: s, id: id, alive: true}
-	c.cache = s.world.listCache(!s.sc.NoCRRAPI)
+	c.cache = s.world.listCache(s.crrServed())
+	c.cache.served = s.crrServed
 	c.queue = newQueue(s, c.kick)
 	var r reconciler.Reader = c.cache
 	if s.opts.WrapReader != nil {

@@ -44,6 +44,15 @@ type Faults struct {
 	// CRRNeverCompleted: kruise never moves a CRR past Pending, not even
 	// at its deadline.
 	CRRNeverCompleted bool
+	// CRRWebhook answers CRR creates from CRRWebhookFrom for CRRWebhookFor
+	// (zero: to the end of the run) as refusals.go describes.
+	CRRWebhook     WebhookAnswer
+	CRRWebhookFrom time.Duration
+	CRRWebhookFor  time.Duration
+	// CRRTTL: kruise deletes finished CRRs this long after they finish,
+	// whatever their ttlSecondsAfterFinished, so they go while the pod
+	// still runs.
+	CRRTTL time.Duration
 }
 
 func (f Faults) withDefaults() Faults {
@@ -86,6 +95,8 @@ func (f Faults) String() string {
 	add(f.CrashEvery > 0, "crash/%s", f.CrashEvery)
 	add(f.LeaderEvery > 0, "leader/%s", f.LeaderEvery)
 	add(f.CRRNeverCompleted, "crr-never-completed")
+	add(f.CRRWebhook != WebhookAdmits, "crr-webhook=%s@%s", f.CRRWebhook, f.CRRWebhookFrom)
+	add(f.CRRTTL > 0, "crr-ttl=%s", f.CRRTTL)
 	if len(out) == 0 {
 		return "-"
 	}

@@ -64,6 +64,7 @@ func (w *World) admitCRR(in *kruisev1alpha1.ContainerRecreateRequest) (*kruisev1
 	if w.byUID[owner] == nil || w.byUID[owner].gone {
 		w.s.after(2*time.Second, func() { w.gcCRRs(owner) })
 	}
+	w.s.check.crrCounted(crr, e)
 	w.s.crrCreated(crr, e)
 	w.s.check.besideKruise(crr, e)
 	return crr, e, nil
@@ -121,6 +122,7 @@ func (s *Sim) daemonPickup(key cache.ObjectName) {
 	}
 	stopped := 0
 	for _, c := range crr.Spec.Containers {
+		s.check.stopRequested(e, c.Name, "crr "+crr.Name)
 		ok, err := e.rt.Stop(c.Name, s.now())
 		if err != nil {
 			panic(err)
@@ -184,8 +186,8 @@ func (s *Sim) finishCRR(key cache.ObjectName, phase kruisev1alpha1.ContainerRecr
 	s.trace.add(crr.Spec.PodName, "crr %s %s (%s)", crr.Name, phase, why)
 	s.world.updateCRR(next)
 	s.daemonNext(crr)
-	if ttl := crr.Spec.TTLSecondsAfterFinished; ttl != nil {
-		s.after(time.Duration(*ttl)*time.Second, func() { s.world.deleteCRR(key, "ttl after finished") })
+	if ttl, ok := s.crrTTL(crr); ok {
+		s.after(ttl, func() { s.world.deleteCRR(key, "ttl after finished") })
 	}
 }
 

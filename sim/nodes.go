@@ -26,6 +26,9 @@ type node struct {
 	kubeletLag time.Duration // how late the kubelet sees a spec change
 	daemon     *daemon       // nil on virtual nodes
 	pods       int
+	// ignoresImageUpdates: the provider never restarts a container whose
+	// image changed (NodeGroup.IgnoresImageUpdates).
+	ignoresImageUpdates bool
 }
 
 type daemon struct {
@@ -45,7 +48,7 @@ func (w *World) makeNodes() {
 		}
 		for i := 0; i < g.Count; i++ {
 			n := &node{name: fmt.Sprintf("node-%d-%d", gi, i), virtual: g.Virtual, labels: map[string]string{"kubernetes.io/os": "linux"},
-				kubeletLag: 300 * time.Millisecond}
+				kubeletLag: 300 * time.Millisecond, ignoresImageUpdates: g.IgnoresImageUpdates}
 			timings := model.DefaultTimings()
 			if g.Virtual {
 				n.name = fmt.Sprintf("virtual-%d-%d", gi, i)
@@ -145,7 +148,14 @@ func (s *Sim) kubeletSeeSpec(e *podEntry) {
 	if e.gone || e.rt == nil {
 		return
 	}
+	if e.node.ignoresImageUpdates {
+		s.trace.add(e.obj.Name, "node %s ignores the pod's image update", e.node.name)
+		return
+	}
 	for _, c := range e.obj.Spec.Containers {
+		if rc := e.rt.Container(c.Name); rc != nil && rc.Image != c.Image {
+			s.check.stopRequested(e, c.Name, "image change")
+		}
 		stopped, err := e.rt.SetImage(c.Name, c.Image, s.now())
 		if err != nil {
 			panic(err)

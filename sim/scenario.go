@@ -28,6 +28,9 @@ const (
 	ExpectEither
 	// ExpectIgnored: the controller must never write for the pod.
 	ExpectIgnored
+	// ExpectWarnedTerminal: a Warning (a refused kill) and, within the
+	// bound all the same, Succeeded or Failed.
+	ExpectWarnedTerminal
 )
 
 // Scenario is one named situation: a cluster, a mix of pods, faults.
@@ -48,6 +51,13 @@ type Scenario struct {
 	AllowedImages []string // empty: any image ('*')
 	// DefaultQuickExitImage is the controller's --default-quick-exit-image.
 	DefaultQuickExitImage string
+	// MaxCRRsPerPod, when set, is a safety bound: no pod gets more CRRs
+	// (the controller's attempts, which must not reset).
+	MaxCRRsPerPod int
+	// OneStopPerGrace, when set, is a safety rule: no sidecar is stopped
+	// again (a second CRR, a swap) within the grace period of a stop still
+	// under way (Checker.stopRequested).
+	OneStopPerGrace bool
 	// Bound is how long after its mains are done a pod may take to finish.
 	Bound time.Duration
 	// Quiesce is how long the world must stay settled before the run ends,
@@ -66,6 +76,9 @@ type NodeGroup struct {
 	// Missing lists images this group cannot pull besides MissingImage.
 	Missing []string
 	Daemon  DaemonSpec
+	// IgnoresImageUpdates: the node (a virtual-kubelet provider) takes a
+	// pod's new image into its spec but never restarts the container.
+	IgnoresImageUpdates bool
 }
 
 // DaemonSpec shapes kruise-daemon on a group of normal nodes.

@@ -67,10 +67,37 @@ func SoakScenario(seed uint64, pods int) Scenario {
 		templates = append(templates, t)
 	}
 	templates = append(templates, orderedTemplates(r)...)
+	// The cluster's refusals (drawn last, so the draws above stay what
+	// they were for each seed): kruise's webhook answering 500, 403, 400 or
+	// the CRD removed; CRRs deleted soon after they finish; quick-exit
+	// images that do not pull; providers that ignore image updates; an
+	// operator default quick-exit image.
+	virtual := NodeGroup{Count: 10, Virtual: true}
+	var defaultImage string
+	if pick(0.3) {
+		answers := []WebhookAnswer{WebhookDown, WebhookGateOff, WebhookLagging, CRDRemoved}
+		f.CRRWebhook = answers[r.IntN(len(answers))]
+		f.CRRWebhookFrom = time.Duration(r.IntN(60)) * time.Second
+		if pick(0.5) {
+			f.CRRWebhookFor = time.Duration(30+r.IntN(150)) * time.Second
+		}
+	}
+	if pick(0.2) {
+		f.CRRTTL = time.Duration(1+r.IntN(30)) * time.Second
+	}
+	if pick(0.15) {
+		virtual.Missing = []string{QuickExitImage}
+	}
+	if pick(0.15) {
+		virtual.IgnoresImageUpdates = true
+	}
+	if pick(0.3) {
+		defaultImage = QuickExitImage
+	}
 	return Scenario{
 		Name: "soak", Purpose: fmt.Sprintf("random faults %s", f),
-		Pods: pods, Nodes: []NodeGroup{{Count: 30, Daemon: daemon}, {Count: 10, Virtual: true}},
-		Templates: templates, Faults: f,
+		Pods: pods, Nodes: []NodeGroup{{Count: 30, Daemon: daemon}, virtual},
+		Templates: templates, Faults: f, DefaultQuickExitImage: defaultImage,
 	}
 }
 

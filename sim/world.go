@@ -44,6 +44,8 @@ type World struct {
 	rr      map[bool]int
 	created int // pods created from the scenario's count (not recreations)
 	uids    int
+	// crdRemoved: OpenKruise's CRD was deleted (the CRDRemoved fault).
+	crdRemoved bool
 }
 
 func newWorld(s *Sim) *World {
@@ -61,6 +63,7 @@ func (w *World) setup() {
 	w.makeNodes()
 	w.s.startController(0)
 	w.s.scheduleFaults()
+	w.s.scheduleCRDRemoval()
 	n := w.s.sc.Pods
 	for i := 0; i < n; i++ {
 		at := Epoch.Add(time.Duration(int64(w.s.sc.Arrival) * int64(i) / int64(n)))

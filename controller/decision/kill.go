@@ -113,7 +113,15 @@ func (p Plan) kill(in Input, targets []Container) Plan {
 		byCRR = nil
 	}
 	if len(byCRR) > 0 {
+		planned := len(p.Actions)
 		waiting, noPath = p.planCRR(in, latest, inFlight, deadline, byCRR, waiting, noPath)
+		if len(p.Actions) == planned && latest != nil && !inFlight && recordedAttempts(in.Pod, in.stage) < latest.Attempt {
+			// A CRR failed and the retry waits (its backoff) or was given
+			// up: the pod records the attempt now, before kruise may delete
+			// that CRR (ttl) and reset the count. A retry made at once
+			// records its own number as it is sent (reconciler.send).
+			p.RecordAttempts = AttemptsMark(in.stage, latest.Attempt)
+		}
 	}
 	if len(bySwap) > 0 {
 		a := Action{Kind: ActionSwapImage, Swaps: bySwap}

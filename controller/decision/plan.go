@@ -104,6 +104,11 @@ type Plan struct {
 	FailedKills []string
 	// MainsDoneAt is when the last main container exited, when they are all done.
 	MainsDoneAt time.Time
+	// RecordAttempts, when set, is the AnnotationCRRAttempts value to write
+	// on the pod first: a kill by CRR is seen to have failed and the pod
+	// does not record that attempt yet, and kruise may delete the CRR (its
+	// ttl) before the retry is made. Written only on that failure path.
+	RecordAttempts string
 	// SwapsUnseen names sidecars that have their quick-exit image although
 	// Input.SwappedAt has no time for them: the reconciler records now.
 	SwapsUnseen []string

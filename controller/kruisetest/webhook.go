@@ -56,6 +56,13 @@ func WebhookDown() error {
 		WebhookName))
 }
 
+// PodCacheLagging is the webhook's answer when its own pod cache does not
+// yet show the target's container ID (a sidecar that just started): 400,
+// although the controller's cache shows the container running.
+func PodCacheLagging(container string) error {
+	return Denied(http.StatusBadRequest, fmt.Sprintf("no containerID in %s containerStatus, maybe the container has not been initialized", container))
+}
+
 // CRDGone is the answer to a CRR create after OpenKruise's CRD was removed.
 func CRDGone() error {
 	return apierrors.NewGenericServerResponse(http.StatusNotFound, "post", crrResource, "", "404 page not found", 0, true)
@@ -133,7 +140,7 @@ func Admit(crr *kruisev1alpha1.ContainerRecreateRequest, pod *corev1.Pod, nodeFo
 			return bad("not found %s containerStatus in Pod Status", c.Name)
 		}
 		if status.ContainerID == "" {
-			return bad("no containerID in %s containerStatus, maybe the container has not been initialized", c.Name)
+			return PodCacheLagging(c.Name)
 		}
 	}
 	return nil

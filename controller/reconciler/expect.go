@@ -186,11 +186,12 @@ func podShows(pod *corev1.Pod, a decision.Action) bool {
 // (FailedKills: a CRR past its deadline while the sidecar still runs, a
 // sidecar that came back) judges the pod by the cache, and a lagging cache
 // shows a sidecar running that has long stopped: the correction (a Warning,
-// a second CRR, a swap) would be a second write for nothing. The happy path
+// a second CRR, a swap, recording the failed attempt) would be a second
+// write for nothing. The happy path
 // never gets here; a correction costs one read.
 func (r *Reconciler) recheckCorrection(ctx context.Context, pod *corev1.Pod, mem *podMemory, plan decision.Plan, now time.Time) (*corev1.Pod, decision.Plan, error) {
 	live, ok := r.write.(LiveChecker)
-	if !ok || len(plan.FailedKills) == 0 || len(plan.Actions) == 0 {
+	if !ok || len(plan.FailedKills) == 0 || (len(plan.Actions) == 0 && plan.RecordAttempts == "") {
 		return pod, plan, nil
 	}
 	p, err := live.LivePod(ctx, pod.Namespace, pod.Name)

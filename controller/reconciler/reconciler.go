@@ -92,6 +92,9 @@ type podMemory struct {
 	// swappedAt: when each sidecar was swapped (or, after a restart, first
 	// seen swapped), for the swap's follow-through.
 	swappedAt map[string]time.Time
+	// attemptsMark is the AnnotationCRRAttempts value last written for a
+	// failed kill, so a lagging cache does not have it written twice.
+	attemptsMark string
 	// OpenKruise's SidecarTerminator's CRR for the pod, once found (second.go).
 	second       *decision.SecondTerminator
 	secondLooked int
@@ -160,6 +163,7 @@ func (r *Reconciler) Sync(ctx context.Context, key cache.ObjectName) (time.Durat
 		r.noteWaiting(mem, plan)
 		r.report(logger, pod, mem, plan)
 		r.noteSecondTerminator(logger, mem, plan)
+		r.recordAttempts(ctx, logger, pod, mem, plan)
 
 		refused := false
 		for _, action := range plan.Actions {

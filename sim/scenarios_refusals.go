@@ -1,0 +1,69 @@
+package sim
+
+import (
+	"time"
+)
+
+// Scenarios of a cluster that says no (issue 15): kruise's CRR webhook
+// refusing, the CRD removed, quick-exit images that never start, CRRs
+// deleted while their pod runs, grace periods longer than the CRR deadline.
+// Each holds the liveness invariant (every pod with a path completes, every
+// pod without one carries a Warning, within the bound) and the checker's
+// safety rules (no sidecar stopped while a main can still run, no second
+// stop within the first's grace period, no CRR past the attempts).
+func init() { Scenarios = append(Scenarios, refusalScenarios...) }
+
+var (
+	refusedBoth = never("ref-both", job(), sidecar("proxy", "exit:0", markCRR, markImage))
+	refusedCRR  = never("ref-crr", job(), sidecar("proxy", "exit:0", markCRR))
+)
+
+var refusalScenarios = []Scenario{
+	// Item 1: every refusal is a decision input.
+	{Name: "crr-webhook-down", Purpose: "kruise-manager down for the first 150 s (its CRR webhook, failurePolicy Fail, answers 500): swapped where an image is known, else a Warning and completion once it is back",
+		Faults: Faults{CRRWebhook: WebhookDown, CRRWebhookFor: 150 * time.Second}, Nodes: normalNodes, Templates: []Template{
+			refusedBoth.expect(ExpectWarnedTerminal), refusedCRR.expect(ExpectWarnedTerminal)}},
+	{Name: "crr-webhook-gate-off", Purpose: "kruise's KruiseDaemon feature gate off (every CRR denied 403, the API still served): swap where an image is known, else a Warning at once",
+		Faults: Faults{CRRWebhook: WebhookGateOff}, Nodes: normalNodes, Templates: []Template{
+			refusedBoth.expect(ExpectWarnedTerminal), refusedCRR.expect(ExpectWarning)}},
+	{Name: "crr-webhook-lagging", Purpose: "kruise's webhook answers 400 (its pod cache lacks the container ID) for 40 s: retried with backoff, every pod completes",
+		Faults: Faults{CRRWebhook: WebhookLagging, CRRWebhookFrom: 10 * time.Second, CRRWebhookFor: 40 * time.Second}, Nodes: normalNodes, Templates: []Template{
+			refusedBoth, refusedCRR}},
+	{Name: "crd-removed", Purpose: "OpenKruise's CRD removed mid-run (creates answer 404, CRRs gone): the API is rediscovered as gone; swaps where an image is known, else a Warning",
+		Faults: Faults{CRRWebhook: CRDRemoved, CRRWebhookFrom: 45 * time.Second}, Nodes: normalNodes, Templates: []Template{
+			refusedBoth, refusedCRR.expect(ExpectEither)}},
+	{Name: "crr-refused-default-image", Purpose: "CRRs denied (403) and the operator's default quick-exit image: plain-env sidecars are swapped to it and every pod completes",
+		Faults: Faults{CRRWebhook: WebhookGateOff}, DefaultQuickExitImage: QuickExitImage, Nodes: normalNodes, Templates: []Template{
+			refusedBoth.expect(ExpectWarnedTerminal), refusedCRR.expect(ExpectWarnedTerminal)}},
+	{Name: "crd-removed-default-image", Purpose: "the CRD removed mid-run, with a default quick-exit image: every pod completes, by CRR before and by swap after",
+		Faults: Faults{CRRWebhook: CRDRemoved, CRRWebhookFrom: 45 * time.Second}, DefaultQuickExitImage: QuickExitImage, Nodes: normalNodes, Templates: []Template{
+			refusedBoth, refusedCRR}},
+
+	// Item 2: the swap is followed through.
+	{Name: "swap-image-not-pulled", Purpose: "the quick-exit image cannot be pulled on any node: the swapped sidecar waits in ErrImagePull/ImagePullBackOff and a Warning names it",
+		Nodes: []NodeGroup{{Count: 10, Missing: []string{QuickExitImage}}, {Count: 5, Virtual: true, Missing: []string{QuickExitImage}}}, Templates: []Template{
+			never("nopull", job(), sidecar("proxy", "exit:0", markImage)).expect(ExpectWarning),
+			never("nopull-vk", job(), sidecar("proxy", "exit:0", markImage)).virtual().expect(ExpectWarning),
+			never("nopull-crr", job(), sidecar("proxy", "exit:0", markCRR, markImage))}},
+	{Name: "provider-ignores-image-updates", Purpose: "a virtual-kubelet provider that never restarts a container whose image changed: a Warning says the node still runs the old image",
+		Nodes: []NodeGroup{{Count: 5, Virtual: true, IgnoresImageUpdates: true}}, Templates: []Template{
+			never("deaf-vk", job(), sidecar("proxy", "exit:0", markImage)).virtual().expect(ExpectWarning)}},
+
+	// Item 3: attempts never reset.
+	{Name: "crr-ttl-mid-pod", Purpose: "kruise deletes finished CRRs 1 s after they end while an OnFailure sidecar keeps coming back: never more CRRs than the attempts, then a Warning",
+		Faults: Faults{CRRTTL: time.Second}, MaxCRRsPerPod: 3, Nodes: normalNodes, Templates: []Template{
+			onFailure("ttl-crr", job(), sidecar("proxy", "exit:1", markCRR)).expect(ExpectWarning),
+			onFailure("ttl-both", job(), sidecar("proxy", "exit:1", markCRR, markImage))}},
+
+	// Item 5: deadlines fit the pod.
+	{Name: "crr-deadline-long-grace", Purpose: "terminationGracePeriodSeconds 120 and a sidecar that drains until SIGKILL: the CRR's deadline covers the grace period, so no swap or second CRR lands during the stop",
+		OneStopPerGrace: true, Nodes: normalNodes, Templates: []Template{func() Template {
+			t := never("grace-both", job(), sidecar("proxy", "ignore", markCRR, markImage))
+			t.Grace = 120
+			return t
+		}(), func() Template {
+			t := never("grace-crr", job(), sidecar("proxy", "ignore", markCRR))
+			t.Grace = 120
+			return t
+		}()}},
+}
