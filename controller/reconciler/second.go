@@ -24,6 +24,7 @@ type SecondTerminatorReader interface {
 // Why the reconciler looks for kruise's CRR; each at most once per pod.
 const (
 	lookPending = 1 << iota // one of our CRRs waits behind another of the pod
+	lookWait                // kruise's terminator was seen; a first CRR waits for its CRR
 	lookCreate              // kruise's terminator was seen; a first CRR is due
 )
 
@@ -38,9 +39,14 @@ func (r *Reconciler) lookForSecondTerminator(pod *corev1.Pod, mem *podMemory, in
 	why := 0
 	switch {
 	case always:
-		why = lookPending | lookCreate
+		why = lookPending | lookWait | lookCreate
 	case decision.SuspectSecondTerminator(in):
 		why = lookPending
+	case plan.AwaitsSecondTerminator:
+		// Kruise makes its CRR the moment it sees the mains done: looking
+		// now finds it before it has stopped anything, and warns even
+		// when its kill is over before the wait.
+		why = lookWait
 	case in.KruiseTerminatorSeen && createsFirstCRR(plan):
 		why = lookCreate
 	}
