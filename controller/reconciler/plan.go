@@ -20,7 +20,7 @@ func (r *Reconciler) Plan(pod *corev1.Pod, now time.Time) (decision.Plan, error)
 	plan := decision.Decide(in)
 	// explain looks for a second terminator whatever the signals say.
 	if in2, ok := r.lookForSecondTerminator(pod, mem, in, plan, true); ok {
-		in, plan = in2, decision.Decide(in2)
+		in, plan = in2, decision.WithSecondTerminator(decision.Decide(in2), in2)
 	}
 	// For a person only (explain): the sync loop does not need them.
 	plan.CRRs = decision.CRRStates(in)

@@ -223,7 +223,7 @@ func (r *Reconciler) plan(pod *corev1.Pod, mem *podMemory, now time.Time) (decis
 	}
 	plan := decision.Decide(in)
 	if in2, ok := r.lookForSecondTerminator(pod, mem, in, plan, false); ok {
-		plan = decision.Decide(in2)
+		plan = decision.WithSecondTerminator(decision.Decide(in2), in2)
 	}
 	return plan, nil
 }

@@ -25,7 +25,9 @@ type SecondTerminatorReader interface {
 const (
 	lookPending = 1 << iota // one of our CRRs waits behind another of the pod
 	lookWait                // kruise's terminator was seen; a first CRR waits for its CRR
+	lookWaitEnd             // that wait is over, whatever the plan now
 	lookCreate              // kruise's terminator was seen; a first CRR is due
+	awaited                 // not a look: the pod has waited for kruise's CRR
 )
 
 // lookForSecondTerminator reads kruise's CRR for the pod when a signal says
@@ -39,14 +41,17 @@ func (r *Reconciler) lookForSecondTerminator(pod *corev1.Pod, mem *podMemory, in
 	why := 0
 	switch {
 	case always:
-		why = lookPending | lookWait | lookCreate
+		why = lookPending | lookWait | lookWaitEnd | lookCreate
 	case decision.SuspectSecondTerminator(in):
 		why = lookPending
 	case plan.AwaitsSecondTerminator:
 		// Kruise makes its CRR the moment it sees the mains done: looking
-		// now finds it before it has stopped anything, and warns even
-		// when its kill is over before the wait.
+		// now finds it before it has stopped anything. Once more when the
+		// wait is over: its kill may be over by then, but it is said.
+		mem.secondLooked |= awaited
 		why = lookWait
+	case mem.secondLooked&awaited != 0:
+		why = lookWaitEnd
 	case in.KruiseTerminatorSeen && createsFirstCRR(plan):
 		why = lookCreate
 	}

@@ -142,4 +142,23 @@ func TestSecondTerminatorIsNoticedAndYieldedTo(t *testing.T) {
 	if got := strings.Join(w.writes, ","); got != "crr" {
 		t.Errorf("writes %s: a CRR was made for p3", got)
 	}
+
+	// The fourth pod: kruise's CRR shows only after the controller's first
+	// look, and its kill is over before the wait ends. Looking once more
+	// when the wait is over finds it: the pod is warned about all the same.
+	p4 := podtest.Pod("p4").Namespace("default").UID("p4-uid-1").Node("normal").
+		Container("main", podtest.Exited(0, w.clock.Now())).Container("log", markCRR).Build()
+	w.pods["p4"] = p4
+	w.catchUp()
+	mustSync(t, rec, "p4")
+	w.kruiseActs(p4, "log")
+	stopped := p4.DeepCopy()
+	stopped.Status.ContainerStatuses[1] = *podtest.Pod("x").Container("log", podtest.Exited(0, w.clock.Now())).Build().Status.ContainerStatuses[0].DeepCopy()
+	w.pods["p4"] = stopped
+	w.catchUp()
+	w.clock.Step(time.Second)
+	mustSync(t, rec, "p4")
+	if n := countEvents(w.apiFake, "Warning "+decision.ReasonSecondTerminator); n != 4 || strings.Join(w.writes, ",") != "crr" {
+		t.Errorf("p4: %d SecondTerminator Warnings in all (want 4), writes %v", n, w.writes)
+	}
 }
