@@ -79,9 +79,12 @@ func TestBesideKruisesSidecarTerminator(t *testing.T) {
 		t.Fatal(err)
 	}
 	cl := cases.Clients{Kube: kube, Dynamic: dyn}
-	const ns = "second-terminator"
-	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+	// A namespace per Job: a watched run sees its namespace's pods.
+	const ns, ns2 = "kruise-alone", "both-terminators"
+	for _, n := range []string{ns, ns2} {
+		if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	first, err := cases.RunWatched(ctx, cl, job(ns, "kruise-alone").Build(), 3*time.Minute)
@@ -105,7 +108,7 @@ func TestBesideKruisesSidecarTerminator(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	second, err := cases.RunWatched(ctx, cl, job(ns, "both").Build(), 3*time.Minute)
+	second, err := cases.RunWatched(ctx, cl, job(ns2, "both").Build(), 3*time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,10 +122,10 @@ func TestBesideKruisesSidecarTerminator(t *testing.T) {
 	if len(second.CRRs) != 0 {
 		t.Errorf("the controller made CRRs %v beside OpenKruise's own for the same sidecar", second.CRRs)
 	}
-	if ours, err := cases.CRRsForPod(ctx, dyn, ns, p2.Name); err != nil || len(ours) != 0 {
+	if ours, err := cases.CRRsForPod(ctx, dyn, ns2, p2.Name); err != nil || len(ours) != 0 {
 		t.Errorf("the controller's CRRs for %s: %d (%v), want none", p2.Name, len(ours), err)
 	}
-	if _, err := dyn.Resource(cases.CRRResource).Namespace(ns).Get(ctx, "sidecar-termination-"+string(p2.UID), metav1.GetOptions{}); err != nil {
+	if _, err := dyn.Resource(cases.CRRResource).Namespace(ns2).Get(ctx, "sidecar-termination-"+string(p2.UID), metav1.GetOptions{}); err != nil {
 		t.Errorf("OpenKruise's CRR for %s: %v", p2.Name, err)
 	}
 	if got := metric(ctx, t, ctl.MetricsURL, "sidecar_terminator_second_terminator_pods_total"); got != "1" {
