@@ -17,8 +17,13 @@ unit: ## Unit tests only: the decision, the reconciler, the kube layer.
 	$(GO) test ./controller/...
 
 test: lint build ## Everything: unit tests, simulator, real API server and real-cluster suites.
+	@# The tools the tests run, built before any test's timeout starts (cold, helm takes minutes).
+	$(GO) run ./hack/cmd/tool -path helm >/dev/null
+	$(GO) run ./hack/cmd/tool -path kustomize >/dev/null
 	$(GO) test -count=1 -timeout 20m $$($(GO) list ./... | grep -v /e2e/)
 	cd hack/kubeletrules && $(GO) test -count=1 -v ./... # the restart rules vs the kubelet v1.35.4 (a module of its own)
+	@# The cluster's binaries first, outside any test's timeout: cold, they are most of the run.
+	$(GO) run ./e2e/cmd/cluster build
 	@# One e2e package at a time: a real node uses host-wide paths (cni0, /hostvarrun, the kubelet's device-plugin socket).
 	$(GO) test -count=1 -p 1 -timeout 60m ./e2e/...
 

@@ -5,8 +5,8 @@
 # wait until both are Ready in-cluster:
 #   KUBECONFIG=path kind/install.sh
 # OpenKruise is optional: without it the controller stops sidecars by image
-# swap only. Extra values, for clusters that need them (the local cluster has
-# no kube-proxy, so its pods reach the API server on the host's network):
+# swap only. Extra values, for clusters that need them (`make test` runs it
+# on the local cluster with none, as kind/up.sh does):
 #   VALUES=file        more values for our chart (after kind/values.yaml)
 #   MOCK_NODE_VALUES=file  more values for kind/mock-node
 # Needs Go: helm is built from its Go module (hack/tools), kubectl is not used.

@@ -23,6 +23,8 @@ type Cache struct {
 	crrs   map[cache.ObjectName]*kruisev1alpha1.ContainerRecreateRequest
 	byUID  map[types.UID]map[cache.ObjectName]bool // CRRs by their pod-uid label
 	nodes  map[string]map[string]string
+	// noDaemon: normal nodes whose NodeImage no kruise-daemon ever wrote.
+	noDaemon map[string]bool
 	// deleted remembers deleted pods, so a late, reordered update cannot
 	// bring one back (a watch keeps each object's events in order).
 	deleted map[types.UID]bool
@@ -49,8 +51,10 @@ func (w *World) listCache(crrAPI bool) *Cache {
 			c.storeCRR(crr, false)
 		}
 	}
+	c.noDaemon = map[string]bool{}
 	for _, n := range w.nodes {
 		c.nodes[n.name] = n.labels
+		c.noDaemon[n.name] = !n.virtual && n.daemon == nil
 	}
 	return c
 }

@@ -311,6 +311,10 @@ func (ch *Checker) inOrder(e *podEntry, container, cause string) {
 // crrCounted counts the CRRs created for a pod against the scenario's
 // MaxCRRsPerPod: the attempts must not reset when kruise deletes CRRs.
 func (ch *Checker) crrCounted(crr *kruisev1alpha1.ContainerRecreateRequest, e *podEntry) {
+	if !e.node.virtual && e.node.daemon == nil {
+		ch.violate("safety", e, "CRR %s made for a pod on node %s, where no kruise-daemon runs: it can only wait for its deadline", crr.Name, e.node.name)
+		return
+	}
 	e.truth.crrs++
 	if max := ch.s.sc.MaxCRRsPerPod; max > 0 && e.truth.crrs > max {
 		ch.violate("safety", e, "CRR %s is the pod's CRR number %d, past the %d attempts: the count was reset", crr.Name, e.truth.crrs, max)

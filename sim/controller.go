@@ -30,6 +30,9 @@ type Options struct {
 	// MaxSteps and MaxStepsPerInstant override the step bounds (zero: the
 	// defaults of stepBounds); exceeding either is a liveness violation.
 	MaxSteps, MaxStepsPerInstant uint64
+	// NoUpdateFilter queues every delivered update, as the controller did
+	// before its pre-enqueue filter: the baseline the filter is compared to.
+	NoUpdateFilter bool
 }
 
 // controller is one running instance: its own informer cache, queue and
@@ -71,7 +74,9 @@ func (s *Sim) startController(id int) *controller {
 	}
 	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
 	for _, k := range keys {
-		c.queue.Add(k)
+		if !c.dropPodAdd(c.cache.pods[k]) {
+			c.queue.Add(k)
+		}
 	}
 	return c
 }
@@ -121,7 +126,11 @@ func (c *controller) work() {
 // then the key is queued; faults drop, duplicate or hold back notifications.
 func (c *controller) observePod(key cache.ObjectName, pod *corev1.Pod, deleted bool) {
 	c.deliver(func() {
+		held := c.cache.pods[key]
 		c.cache.storePod(key, pod, deleted)
+		if !deleted && c.dropPodUpdate(key, held, c.cache.pods[key]) {
+			return
+		}
 		c.queue.Add(key)
 	}, func() {
 		if e := c.s.world.pods[key]; e != nil {
@@ -140,7 +149,11 @@ func (c *controller) observeCRR(crr *kruisev1alpha1.ContainerRecreateRequest, de
 	podKey := cache.ObjectName{Namespace: crr.Namespace, Name: crr.Spec.PodName}
 	key := cache.ObjectName{Namespace: crr.Namespace, Name: crr.Name}
 	c.deliver(func() {
+		held := c.cache.crrs[key]
 		c.cache.storeCRR(crr, deleted)
+		if c.dropCRREvent(podKey, held, c.cache.crrs[key], deleted) {
+			return
+		}
 		c.queue.Add(podKey)
 	}, func() {
 		if now := c.s.world.crrs[key]; now != nil {

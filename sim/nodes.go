@@ -54,7 +54,7 @@ func (w *World) makeNodes() {
 				n.name = fmt.Sprintf("virtual-%d-%d", gi, i)
 				n.labels["type"] = "virtual-kubelet"
 				timings.Pull, n.kubeletLag = 5*time.Second, time.Second
-			} else {
+			} else if !g.NoDaemon {
 				n.daemon = &daemon{spec: g.Daemon}
 				if n.daemon.spec.Pickup == 0 {
 					n.daemon.spec.Pickup = time.Second

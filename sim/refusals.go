@@ -106,3 +106,13 @@ func (s *Sim) crrTTL(crr *kruisev1alpha1.ContainerRecreateRequest) (time.Duratio
 func sortKeys(keys []cache.ObjectName) {
 	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
 }
+
+// KruiseDaemon implements reconciler.DaemonReader: the simulated nodes exist
+// long before the run, so a node without kruise-daemon shows as one at once
+// (its NodeImage old and never written by a daemon).
+func (c *Cache) KruiseDaemon(node string, _ time.Time) (bool, string) {
+	if c.noDaemon[node] {
+		return true, "kruise-daemon never wrote the node's NodeImage"
+	}
+	return false, "kruise-daemon wrote the node's NodeImage status"
+}

@@ -17,6 +17,8 @@ type Stats struct {
 	dropped int
 	// liveReads are the controller's reads past its cache (LiveChecker).
 	liveReads int
+	// filtered counts updates dropped before the queue.
+	filtered int
 }
 
 func newStats() *Stats { return &Stats{applied: map[string]int{}, calls: map[string]int{}} }
@@ -33,6 +35,7 @@ type Result struct {
 	MaxInstantSteps uint64
 	Syncs           int
 	LiveReads       int
+	Filtered        int // updates dropped before the queue
 	Applied         map[string]int
 	Calls           map[string]int
 	P50, P99        time.Duration
@@ -48,7 +51,7 @@ func (s *Sim) result(wall time.Duration) *Result {
 	lat := append([]time.Duration(nil), s.check.latencies...)
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	r := &Result{Scenario: s.sc.Name, Seed: s.seed, Pods: s.sc.Pods, Virtual: s.now().Sub(Epoch), Wall: wall,
-		Steps: s.step, MaxInstantSteps: s.maxInstant, Syncs: s.stats.syncs, LiveReads: s.stats.liveReads, Applied: s.stats.applied, Calls: s.stats.calls,
+		Steps: s.step, MaxInstantSteps: s.maxInstant, Syncs: s.stats.syncs, LiveReads: s.stats.liveReads, Filtered: s.stats.filtered, Applied: s.stats.applied, Calls: s.stats.calls,
 		P50: percentile(lat, 0.5), P99: percentile(lat, 0.99), Unsettled: s.check.unsettled,
 		Hash: s.trace.Sum(), Violation: s.check.violation}
 	for _, e := range s.world.byUID {

@@ -79,6 +79,9 @@ type NodeGroup struct {
 	// IgnoresImageUpdates: the node (a virtual-kubelet provider) takes a
 	// pod's new image into its spec but never restarts the container.
 	IgnoresImageUpdates bool
+	// NoDaemon: normal nodes where no kruise-daemon runs at all (a pool the
+	// DaemonSet excludes); OpenKruise's NodeImage shows it (kube/daemons.go).
+	NoDaemon bool
 }
 
 // DaemonSpec shapes kruise-daemon on a group of normal nodes.

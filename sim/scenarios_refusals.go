@@ -55,6 +55,14 @@ var refusalScenarios = []Scenario{
 			onFailure("ttl-crr", job(), sidecar("proxy", "exit:1", markCRR)).expect(ExpectWarning),
 			onFailure("ttl-both", job(), sidecar("proxy", "exit:1", markCRR, markImage))}},
 
+	// Item 7: which nodes can run a CRR.
+	{Name: "node-without-daemon", Purpose: "half the normal nodes run no kruise-daemon (their NodeImage never written by one): swaps or an immediate Warning there, never a CRR; CRRs elsewhere",
+		Nodes: []NodeGroup{{Count: 10}, {Count: 10, NoDaemon: true}}, Templates: []Template{
+			refusedBoth, refusedCRR.expect(ExpectEither), onFailure("nd-of", job(), sidecar("proxy", "exit:1", markCRR, markImage))}},
+	{Name: "node-without-daemon-default-image", Purpose: "nodes without kruise-daemon and the operator's default quick-exit image: every plain-env pod completes, by swap there and by CRR elsewhere",
+		DefaultQuickExitImage: QuickExitImage, Nodes: []NodeGroup{{Count: 10}, {Count: 10, NoDaemon: true}}, Templates: []Template{
+			refusedBoth, refusedCRR}},
+
 	// Item 5: deadlines fit the pod.
 	{Name: "crr-deadline-long-grace", Purpose: "terminationGracePeriodSeconds 120 and a sidecar that drains until SIGKILL: the CRR's deadline covers the grace period, so no swap or second CRR lands during the stop",
 		OneStopPerGrace: true, Nodes: normalNodes, Templates: []Template{func() Template {

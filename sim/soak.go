@@ -94,9 +94,13 @@ func SoakScenario(seed uint64, pods int) Scenario {
 	if pick(0.3) {
 		defaultImage = QuickExitImage
 	}
+	nodes := []NodeGroup{{Count: 30, Daemon: daemon}, virtual}
+	if pick(0.2) {
+		nodes = append(nodes, NodeGroup{Count: 5, NoDaemon: true})
+	}
 	return Scenario{
 		Name: "soak", Purpose: fmt.Sprintf("random faults %s", f),
-		Pods: pods, Nodes: []NodeGroup{{Count: 30, Daemon: daemon}, virtual},
+		Pods: pods, Nodes: nodes,
 		Templates: templates, Faults: f, DefaultQuickExitImage: defaultImage,
 	}
 }

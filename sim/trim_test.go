@@ -2,6 +2,7 @@ package sim
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -48,6 +49,14 @@ func (p *trimProbe) Pod(namespace, name string) (*corev1.Pod, error) {
 			p.s.sc.Name, p.s.seed, name, fmtDur(now.Sub(Epoch)), diff, p.s.sc.Name, p.s.seed, p.s.sc.Pods, name)
 	}
 	return pod, nil
+}
+
+// KruiseDaemon passes the cache's knowledge of the nodes' daemons through.
+func (p *trimProbe) KruiseDaemon(node string, now time.Time) (bool, string) {
+	if d, ok := p.Reader.(reconciler.DaemonReader); ok {
+		return d.KruiseDaemon(node, now)
+	}
+	return false, ""
 }
 
 // TestTrimNeverChangesADecision: for every pod state the simulator produces

@@ -118,7 +118,7 @@ func runExplain(ctx context.Context, w io.Writer, fs *pflag.FlagSet, f *explainF
 	if err != nil {
 		return fmt.Errorf("controller settings (%s): %w", source, err)
 	}
-	read := kube.LiveReader{Client: clients.Kube, Kruise: clients.Kruise, CRRAPI: crrAPI}
+	read := kube.LiveReader{Client: clients.Kube, Kruise: clients.Kruise, CRRAPI: crrAPI, Meta: clients.Meta}
 	return explainPod(ctx, w, clients.Kube, read, rcfg, source, ns, pod)
 }
 
@@ -131,7 +131,7 @@ func Explain(ctx context.Context, w io.Writer, o *Options, namespace, name strin
 	if err != nil {
 		return err
 	}
-	read := kube.LiveReader{Client: clients.Kube, Kruise: clients.Kruise, CRRAPI: crrAPI}
+	read := kube.LiveReader{Client: clients.Kube, Kruise: clients.Kruise, CRRAPI: crrAPI, Meta: clients.Meta}
 	return explainPod(ctx, w, clients.Kube, read, cfg, "as given", namespace, name)
 }
 
@@ -141,7 +141,7 @@ func explainPod(ctx context.Context, w io.Writer, client kubernetes.Interface, r
 		return fmt.Errorf("get pod %s/%s: %w", namespace, name, err)
 	}
 	rec := reconciler.New(cfg, read, nil, nil, nil, clock.RealClock{})
-	plan, err := rec.Plan(pod, time.Now())
+	plan, err := rec.ExplainPlan(pod, time.Now())
 	if err != nil {
 		return err
 	}

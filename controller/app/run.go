@@ -127,6 +127,16 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
+	// Which nodes a kruise-daemon serves, from OpenKruise's NodeImages
+	// (kube/daemons.go); without that API every normal node keeps the CRR path.
+	switch served, err := kube.NodeImagesServed(clients.Kube.Discovery()); {
+	case err != nil:
+		logger.Info("Discovery of OpenKruise's NodeImage API failed: every normal node is taken to run kruise-daemon", "err", err.Error())
+	case served:
+		if err := caches.WatchNodeImages(); err != nil {
+			return err
+		}
+	}
 	writer := &lastWrite{Writer: kube.Writer{Client: clients.Kube, Kruise: clients.Kruise}}
 	rec := reconciler.New(cfg, caches, writer, recorder, metrics, clock.RealClock{})
 	ctrl, err := kube.NewController(caches, rec)

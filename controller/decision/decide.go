@@ -17,7 +17,7 @@ func Decide(in Input) Plan {
 		return Plan{Verdict: VerdictIgnored, Reason: why}
 	}
 	containers, problems := Classify(pod, in.Policy)
-	plan := Plan{Containers: containers, Problems: problems}
+	plan := Plan{Containers: containers, Problems: problems, NodePath: nodePath(in)}
 
 	var mains, sidecars []Container
 	for _, c := range containers {

@@ -49,6 +49,9 @@ func (p Plan) Explain(w io.Writer) error {
 			fmt.Fprintf(w, "Restart:  main %q follows %s: %s\n", c.Name, c.RestartRules, mainDone(c))
 		}
 	}
+	if p.NodePath != "" {
+		fmt.Fprintf(w, "Node:     %s\n", p.NodePath)
+	}
 	fmt.Fprintf(w, "Decision: %s\nReason:   %s\n", p.Verdict, p.Reason)
 	if st := p.Stage; st != nil {
 		fmt.Fprintf(w, "Order:    %s (stage 0: the sidecars it does not name)\n", strings.Join(st.Order, " -> "))

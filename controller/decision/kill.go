@@ -85,6 +85,13 @@ func (p Plan) kill(in Input, targets []Container) Plan {
 				continue
 			}
 			bySwap = append(bySwap, swap)
+		case in.Node.NoDaemon:
+			// Like a virtual node: a CRR would wait for its deadline there.
+			if image == "" {
+				noPath = append(noPath, fmt.Sprintf("container %q is on node %q, where no kruise-daemon runs (%s), and has no usable quick-exit image", c.Name, in.Node.Name, in.Node.DaemonWhy))
+				continue
+			}
+			bySwap = append(bySwap, swap)
 		case c.State != StateRunning:
 			// A ContainerRecreateRequest stops a running container; one that
 			// never started (or waits to restart) has nothing to stop.

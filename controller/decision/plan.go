@@ -112,6 +112,8 @@ type Plan struct {
 	// SwapsUnseen names sidecars that have their quick-exit image although
 	// Input.SwappedAt has no time for them: the reconciler records now.
 	SwapsUnseen []string
+	// NodePath says which way the pod's node can stop a sidecar, and why.
+	NodePath string
 	// Stage is where the pod is in its stop order; nil without one.
 	Stage *StageStatus
 	// RequeueAfter asks to look again after this long even if nothing changes.

@@ -75,3 +75,24 @@ func bounded(s string) string {
 	}
 	return s[:MaxRefusalMessage] + "..."
 }
+
+// nodePath says, for explain, which way the pod's node can stop a sidecar:
+// a CRR through kruise-daemon, or only an image swap, and why.
+func nodePath(in Input) string {
+	n := in.Node
+	why := ""
+	if n.DaemonWhy != "" {
+		why = " (" + n.DaemonWhy + ")"
+	}
+	switch {
+	case !n.Found:
+		return fmt.Sprintf("%q is not known: no path until it is", n.Name)
+	case n.Virtual:
+		return fmt.Sprintf("%q is a virtual node: image swap only", n.Name)
+	case n.NoDaemon:
+		return fmt.Sprintf("%q runs no kruise-daemon%s: image swap only", n.Name, why)
+	case !in.CRRAPI:
+		return fmt.Sprintf("%q is a normal node, but the ContainerRecreateRequest API is not served: image swap only", n.Name)
+	}
+	return fmt.Sprintf("%q is a normal node: ContainerRecreateRequest through kruise-daemon%s, image swap where a CRR cannot stop a sidecar", n.Name, why)
+}

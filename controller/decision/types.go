@@ -97,6 +97,12 @@ type Node struct {
 	Name    string
 	Found   bool
 	Virtual bool
+	// NoDaemon: OpenKruise's own objects show no kruise-daemon serving the
+	// node (kube/daemons.go), so no CRR can stop a container there; the
+	// node is treated like a virtual one. DaemonWhy says how that is known,
+	// either way, for explain and the Warning.
+	NoDaemon  bool
+	DaemonWhy string
 }
 
 // CRR is what the decision needs of one ContainerRecreateRequest this

@@ -41,6 +41,10 @@ type Caches struct {
 	// CRRInformer is nil while the CRR API has never been served; read it
 	// through crrInformer once the caches run, as discovery may add it.
 	CRRInformer cache.SharedIndexInformer
+	// NodeImageInformer is nil unless WatchNodeImages was called
+	// (daemons.go): OpenKruise's per-node objects, which say which nodes a
+	// kruise-daemon serves.
+	NodeImageInformer cache.SharedIndexInformer
 
 	podFactory    informers.SharedInformerFactory
 	nodeFactory   metadatainformer.SharedInformerFactory
@@ -200,6 +204,9 @@ func (c *Caches) Start(stop <-chan struct{}) {
 // Synced lists the informers' HasSynced functions.
 func (c *Caches) Synced() []cache.InformerSynced {
 	s := []cache.InformerSynced{c.PodInformer.HasSynced, c.NodeInformer.HasSynced}
+	if c.NodeImageInformer != nil {
+		s = append(s, c.NodeImageInformer.HasSynced)
+	}
 	if i := c.crrInformer(); i != nil {
 		s = append(s, i.HasSynced)
 	}

@@ -39,15 +39,27 @@ func NewController(caches *Caches, syncer Syncer) (*Controller, error) {
 			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: "sidecar-terminator"}),
 	}
 	if _, err := caches.PodInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueuePod,
-		UpdateFunc: func(_, obj any) { c.enqueuePod(obj) },
+		AddFunc: func(obj any) {
+			if podAddMatters(obj) {
+				c.enqueuePod(obj)
+			}
+		},
+		UpdateFunc: func(old, obj any) {
+			if podUpdateMatters(old, obj) {
+				c.enqueuePod(obj)
+			}
+		},
 		DeleteFunc: c.enqueuePod,
 	}); err != nil {
 		return nil, fmt.Errorf("watch pods: %w", err)
 	}
 	if err := caches.AddCRRHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueueCRRPod,
-		UpdateFunc: func(_, obj any) { c.enqueueCRRPod(obj) },
+		AddFunc: c.enqueueCRRPod,
+		UpdateFunc: func(old, obj any) {
+			if crrUpdateMatters(old, obj) {
+				c.enqueueCRRPod(obj)
+			}
+		},
 		DeleteFunc: c.enqueueCRRPod,
 	}); err != nil {
 		return nil, fmt.Errorf("watch CRRs: %w", err)
@@ -70,6 +82,26 @@ func (c *Controller) enqueuePod(obj any) {
 	}
 }
 
+// podUpdateMatters, podAddMatters and crrUpdateMatters drop, before the
+// queue, the events that change nothing a sync reads (reconciler's filters).
+// Objects of another type are let through.
+func podUpdateMatters(old, obj any) bool {
+	o, ok1 := old.(*corev1.Pod)
+	n, ok2 := obj.(*corev1.Pod)
+	return !ok1 || !ok2 || reconciler.PodUpdateMatters(o, n)
+}
+
+func podAddMatters(obj any) bool {
+	pod, ok := obj.(*corev1.Pod)
+	return !ok || reconciler.PodAddMatters(pod)
+}
+
+func crrUpdateMatters(old, obj any) bool {
+	o, ok1 := old.(*kruisev1alpha1.ContainerRecreateRequest)
+	n, ok2 := obj.(*kruisev1alpha1.ContainerRecreateRequest)
+	return !ok1 || !ok2 || reconciler.CRRUpdateMatters(o, n)
+}
+
 // enqueueCRRPod wakes the pod a CRR belongs to, so a CRR's progress (or its
 // deletion by someone else) is followed through.
 func (c *Controller) enqueueCRRPod(obj any) {
@@ -77,7 +109,15 @@ func (c *Controller) enqueueCRRPod(obj any) {
 		obj = d.Obj
 	}
 	if crr, ok := obj.(*kruisev1alpha1.ContainerRecreateRequest); ok {
-		c.queue.Add(cache.ObjectName{Namespace: crr.Namespace, Name: crr.Spec.PodName})
+		key := cache.ObjectName{Namespace: crr.Namespace, Name: crr.Spec.PodName}
+		pod, err := c.caches.Pod(key.Namespace, key.Name)
+		if err != nil {
+			pod = nil
+		}
+		if !reconciler.CRREventMatters(pod) {
+			return
+		}
+		c.queue.Add(key)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 
 	"github.com/sidecar-terminator/sidecar-terminator/controller/reconciler"
 )
@@ -20,6 +21,8 @@ type LiveReader struct {
 	Client kubernetes.Interface
 	Kruise kruiseclient.Interface
 	CRRAPI bool
+	// Meta reads OpenKruise's NodeImages for KruiseDaemon; nil: not looked up.
+	Meta metadata.Interface
 }
 
 const liveTimeout = 30 * time.Second

@@ -16,6 +16,7 @@ var Permissions = []Permission{
 	{Group: "", Resource: "pods/status", Verbs: []string{"patch"}},                                                                // ignore-exit-code phase settling
 	{Group: "", Resource: "nodes", Verbs: []string{"get", "list", "watch"}},                                                       // metadata informer; LiveReader
 	{Group: "apps.kruise.io", Resource: "containerrecreaterequests", Verbs: []string{"create", "delete", "get", "list", "watch"}}, // delete: a stop order's earlier stage
+	{Group: "apps.kruise.io", Resource: "nodeimages", Verbs: []string{"get", "list", "watch"}},                                    // metadata informer: which nodes a kruise-daemon serves (daemons.go)
 	{Group: "", Resource: "events", Verbs: []string{"create", "patch", "list"}},                                                   // record.EventRecorder creates, then patches aggregated events; a new leader lists ours once
 	{Group: "coordination.k8s.io", Resource: "leases", Verbs: []string{"get", "create", "update"}, Namespaced: true},              // leader election
 }

@@ -2,6 +2,7 @@ package reconciler
 
 import (
 	"context"
+	"time"
 
 	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
@@ -43,6 +44,14 @@ type Writer interface {
 // Recorder records events; client-go's record.EventRecorder is one.
 type Recorder interface {
 	Event(object runtime.Object, eventtype, reason, message string)
+}
+
+// DaemonReader is a Reader that knows, from OpenKruise's own per-node
+// objects, whether a kruise-daemon serves a node (kube/daemons.go).
+type DaemonReader interface {
+	// KruiseDaemon reports whether the node is known to run no kruise-daemon
+	// at now, and how that is known either way (for explain and Warnings).
+	KruiseDaemon(node string, now time.Time) (absent bool, why string)
 }
 
 // CRRAPIRediscoverer is a Reader that can ask discovery again whether the

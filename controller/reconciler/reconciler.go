@@ -222,7 +222,7 @@ func (r *Reconciler) plan(pod *corev1.Pod, mem *podMemory, now time.Time) (decis
 		return decision.Plan{}, err
 	}
 	plan := decision.Decide(in)
-	if in2, ok := r.lookForSecondTerminator(pod, mem, in, plan, false); ok {
+	if in2, ok := r.lookForSecondTerminator(pod, mem, in, plan); ok {
 		plan = decision.WithSecondTerminator(decision.Decide(in2), in2)
 	}
 	return plan, nil
@@ -235,6 +235,9 @@ func (r *Reconciler) input(pod *corev1.Pod, now time.Time) (decision.Input, erro
 	if nodeLabels, ok := r.read.NodeLabels(pod.Spec.NodeName); ok {
 		in.Node.Found = true
 		in.Node.Virtual = r.cfg.VirtualNodeSelector != nil && r.cfg.VirtualNodeSelector.Matches(labels.Set(nodeLabels))
+		if d, ok := r.read.(DaemonReader); ok && !in.Node.Virtual {
+			in.Node.NoDaemon, in.Node.DaemonWhy = d.KruiseDaemon(pod.Spec.NodeName, now)
+		}
 	}
 	if in.CRRAPI {
 		crrs, err := r.read.CRRs(pod)

@@ -31,17 +31,15 @@ const (
 )
 
 // lookForSecondTerminator reads kruise's CRR for the pod when a signal says
-// it may exist (or always, for explain), remembers what it found, and
-// returns the input with it. ok is false when nothing new was learnt.
-func (r *Reconciler) lookForSecondTerminator(pod *corev1.Pod, mem *podMemory, in decision.Input, plan decision.Plan, always bool) (decision.Input, bool) {
+// it may exist, remembers what it found, and returns the input with it. ok
+// is false when nothing new was learnt.
+func (r *Reconciler) lookForSecondTerminator(pod *corev1.Pod, mem *podMemory, in decision.Input, plan decision.Plan) (decision.Input, bool) {
 	read, can := r.read.(SecondTerminatorReader)
 	if !can || !in.CRRAPI || in.SecondTerminator != nil {
 		return in, false
 	}
 	why := 0
 	switch {
-	case always:
-		why = lookPending | lookWait | lookWaitEnd | lookCreate
 	case decision.SuspectSecondTerminator(in):
 		why = lookPending
 	case plan.AwaitsSecondTerminator:

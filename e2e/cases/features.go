@@ -104,6 +104,8 @@ type Observation struct {
 	CRRs map[string][]string
 	// CRRCreated holds each CRR's creation time.
 	CRRCreated map[string]time.Time
+	// PodGone: the pod was seen, then deleted.
+	PodGone bool
 	// Events are the SidecarTerminating events on the pod.
 	Events []corev1.Event
 }
@@ -123,7 +125,9 @@ func RunToEnd(ctx context.Context, cl Clients, ns, job string, timeout time.Dura
 		if err := obs.observePod(ctx, cl, ns, job); err != nil {
 			return nil, err
 		}
-		if JobFinished(j) != "" && (obs.Pod == nil || podDone(obs.Pod)) {
+		// A pod seen before and gone now was deleted (by the Job controller,
+		// once the Job failed): its last state seen is all there is.
+		if JobFinished(j) != "" && (obs.Pod == nil || obs.PodGone || podDone(obs.Pod)) {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -149,6 +153,7 @@ func (o *Observation) observePod(ctx context.Context, cl Clients, ns, job string
 		return err
 	}
 	if len(pods) == 0 {
+		o.PodGone = o.Pod != nil
 		return nil
 	}
 	sort.Slice(pods, func(i, j int) bool { return pods[i].CreationTimestamp.Before(&pods[j].CreationTimestamp) })
@@ -186,6 +191,9 @@ func (o *Observation) String() string {
 	s := fmt.Sprintf("job conditions %v", o.Job.Status.Conditions)
 	if o.Pod != nil {
 		s += fmt.Sprintf("; pod %s phase %s", o.Pod.Name, o.Pod.Status.Phase)
+		if d := o.Pod.DeletionTimestamp; d != nil {
+			s += fmt.Sprintf(" (deleted at %s)", d.UTC().Format(time.TimeOnly))
+		}
 		for _, c := range o.Pod.Status.ContainerStatuses {
 			s += fmt.Sprintf("; %s %+v", c.Name, c.State)
 		}

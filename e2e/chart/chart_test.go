@@ -10,8 +10,6 @@ package chart
 import (
 	"context"
 	"fmt"
-	"net"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -46,16 +44,6 @@ func skipUnlessHost(t *testing.T) {
 		t.Fatal("CI=true and " + msg)
 	}
 	t.Skip("SKIPPED, NOT PASSED: " + msg)
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 func TestChartOnLocalCluster(t *testing.T) {
@@ -101,13 +89,11 @@ func TestChartOnLocalCluster(t *testing.T) {
 	logf("controller and mock-node images built and imported: %s", time.Since(t0).Round(time.Millisecond))
 
 	// kind/install.sh, the script kind/up.sh runs on kind, installs both
-	// charts and waits until they are Ready in-cluster. The local cluster has
-	// no kube-proxy, so the kubernetes Service's ClusterIP leads nowhere: its
-	// pods share the host's network and are told the API server's real
-	// address (extra values the script takes). Everything else is in-cluster
-	// configuration: the ServiceAccount token and CA the kubelet mounts.
+	// charts with their defaults and waits until they are Ready in-cluster:
+	// pod network, the kubernetes Service, the ServiceAccount token and CA
+	// the kubelet mounts.
 	t1 := time.Now()
-	out, err := runInstallScript(ctx, t, root, c.Kubeconfig, c.RestConfig.Host)
+	out, err := runInstallScript(ctx, root, c.Kubeconfig)
 	if err != nil {
 		t.Fatalf("kind/install.sh: %v\n%s", err, out)
 	}
@@ -127,11 +113,14 @@ func TestChartOnLocalCluster(t *testing.T) {
 		t.Fatalf("Deployment not Available after helm --wait: %+v", dep.Status)
 	}
 	pods, err := cs.CoreV1().Pods(deploy.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=sidecar-terminator"})
-	if err != nil || len(pods.Items) != 1 {
-		t.Fatalf("controller pods: %d, %v", len(pods.Items), err)
+	if err != nil || len(pods.Items) != 2 {
+		t.Fatalf("controller pods: %d, want the chart's 2 replicas; %v", len(pods.Items), err)
 	}
-	if p := pods.Items[0]; p.Spec.NodeName != c.Node.Name || p.Spec.ServiceAccountName != deploy.ReleaseName {
-		t.Errorf("controller pod on node %q as %q, want the real node as %q", p.Spec.NodeName, p.Spec.ServiceAccountName, deploy.ReleaseName)
+	for _, p := range pods.Items {
+		if p.Spec.NodeName != c.Node.Name || p.Spec.ServiceAccountName != deploy.ReleaseName || p.Spec.HostNetwork {
+			t.Errorf("controller pod %s on node %q as %q (host network %v), want the real node as %q on the pod network",
+				p.Name, p.Spec.NodeName, p.Spec.ServiceAccountName, p.Spec.HostNetwork, deploy.ReleaseName)
+		}
 	}
 	// Leadership first: until the Lease is held the controller acts on nothing.
 	if err := waitLeader(ctx, cs); err != nil {
@@ -192,32 +181,12 @@ func waitLeader(ctx context.Context, cs kubernetes.Interface) error {
 	return nil
 }
 
-// runInstallScript runs kind/install.sh against the local cluster with the
-// extra values its pods need there (host network, the API server's address,
-// free ports for the controller's servers).
-func runInstallScript(ctx context.Context, t *testing.T, root, kubeconfig, apiHost string) ([]byte, error) {
-	api, err := url.Parse(apiHost)
-	if err != nil {
-		return nil, err
-	}
-	env := fmt.Sprintf(`extraEnv:
-  - name: KUBERNETES_SERVICE_HOST
-    value: %q
-  - name: KUBERNETES_SERVICE_PORT
-    value: %q
-hostNetwork: true
-`, api.Hostname(), api.Port())
-	dir := t.TempDir()
-	values := filepath.Join(dir, "values.yaml")
-	// One replica: with the host's network two would bind the same ports.
-	if err := os.WriteFile(values, []byte(env+fmt.Sprintf("replicaCount: 1\nmetrics:\n  port: %d\nhealth:\n  port: %d\n", freePort(t), freePort(t))), 0o644); err != nil {
-		return nil, err
-	}
-	mockValues := filepath.Join(dir, "mock-node-values.yaml")
-	if err := os.WriteFile(mockValues, []byte(env), 0o644); err != nil {
-		return nil, err
-	}
+// runInstallScript runs kind/install.sh against the local cluster exactly
+// as kind/up.sh runs it on kind: no extra values. Its pods reach the API
+// server in-cluster, through the kubernetes Service (the local cluster runs
+// kube-proxy, e2e/cluster/kubeproxy.go).
+func runInstallScript(ctx context.Context, root, kubeconfig string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, "bash", filepath.Join(root, "kind", "install.sh"))
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "VALUES="+values, "MOCK_NODE_VALUES="+mockValues)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
 	return cmd.CombinedOutput()
 }

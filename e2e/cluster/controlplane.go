@@ -53,6 +53,8 @@ type ControlPlane struct {
 	opts   Options
 	hasKCM bool
 	procs  []*Process // in start order
+	// kruiseHealth is kruise-manager's readiness URL, once started.
+	kruiseHealth string
 }
 
 // StartControlPlane builds (if not cached) and starts the control plane. On

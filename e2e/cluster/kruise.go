@@ -313,13 +313,18 @@ func StartKruiseWith(ctx context.Context, cp *ControlPlane, node *Node, o Kruise
 		return err
 	}
 	cp.procs = append(cp.procs, mgr)
-	health := "http://127.0.0.1:" + itoa(ports[2]) + "/readyz"
-	if err := waitFor(ctx, "kruise-manager ready", 90*time.Second, mgr, func(ctx context.Context) (bool, error) {
-		return httpOK(ctx, health)
-	}); err != nil {
+	cp.kruiseHealth = "http://127.0.0.1:" + itoa(ports[2]) + "/readyz"
+	if err := cp.waitKruiseManager(ctx, mgr); err != nil {
 		return err
 	}
 	return node.startKruiseDaemon(ctx, bins[KruiseDaemon], cp.Kubeconfig, ports[3])
+}
+
+// waitKruiseManager waits until kruise-manager is ready: its webhooks serve.
+func (cp *ControlPlane) waitKruiseManager(ctx context.Context, mgr *Process) error {
+	return waitFor(ctx, "kruise-manager ready", 90*time.Second, mgr, func(ctx context.Context) (bool, error) {
+		return httpOK(ctx, cp.kruiseHealth)
+	})
 }
 
 func (n *Node) startKruiseDaemon(ctx context.Context, bin, kubeconfig string, port int) error {

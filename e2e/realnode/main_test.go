@@ -45,6 +45,10 @@ func (h *realHarness) RestartController(ctx context.Context) error {
 	return err
 }
 
+func (h *realHarness) StopKruiseManager(context.Context) (func(context.Context) error, error) {
+	return h.cluster.StopKruiseManager(10 * time.Second)
+}
+
 func TestMain(m *testing.M) {
 	if os.Geteuid() != 0 {
 		unavailable = "the real-node suite needs root (kubelet, containerd, cgroups, network namespaces)"
@@ -130,4 +134,10 @@ func TestRestartRules(t *testing.T) {
 func TestBurstWithControllerRestart(t *testing.T) {
 	requireHost(t)
 	testenv.Test(t, cases.BurstWithRestartFeature(harness, 50).Feature())
+}
+
+// kruise-manager down and back; alone, since the other suites need it up.
+func TestKruiseManagerDown(t *testing.T) {
+	requireHost(t)
+	testenv.Test(t, cases.KruiseManagerDownFeature(harness, 2).Feature())
 }

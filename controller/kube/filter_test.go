@@ -1,0 +1,61 @@
+package kube
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
+	"github.com/sidecar-terminator/sidecar-terminator/controller/podtest"
+)
+
+// What the pod informer's handlers queue, on pods as the informer delivers
+// them (trimmed): a kubelet status heartbeat while the main runs (probe
+// times, IPs, readiness, a resourceVersion) is dropped; a container's exit
+// is not; a finished pod's later updates are dropped, and so is the add of a
+// pod with no container status yet.
+func TestPodHandlersDropWhatChangesNoDecision(t *testing.T) {
+	trim := func(p *corev1.Pod) *corev1.Pod {
+		out, _ := TrimPod(p)
+		return out.(*corev1.Pod)
+	}
+	running := jobPod("hb", podtest.Env(decision.EnvTerminate, "true")).Condition(corev1.PodReady, corev1.ConditionTrue).Build()
+	running.ResourceVersion = "1"
+	heartbeat := running.DeepCopy()
+	heartbeat.ResourceVersion = "2"
+	heartbeat.Status.PodIP = "10.0.0.7"
+	heartbeat.Status.Conditions[0].LastProbeTime = metav1.NewTime(podtest.Epoch.Add(time.Minute))
+	heartbeat.Status.Conditions[0].Status = corev1.ConditionFalse
+	heartbeat.Status.ContainerStatuses[1].Ready = true
+	heartbeat.Labels = map[string]string{"batch.kubernetes.io/job-name": "hb"}
+	if podUpdateMatters(trim(running), trim(heartbeat)) {
+		t.Error("a heartbeat (readiness, probe time, IP, a label, resourceVersion) was queued")
+	}
+	exited := heartbeat.DeepCopy()
+	exited.ResourceVersion = "3"
+	exited.Status.ContainerStatuses[1].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0}}
+	if !podUpdateMatters(trim(heartbeat), trim(exited)) {
+		t.Error("a container's exit was dropped")
+	}
+	done := exited.DeepCopy()
+	done.ResourceVersion, done.Status.Phase = "4", corev1.PodSucceeded
+	if !podUpdateMatters(trim(exited), trim(done)) {
+		t.Error("the pod's end was dropped: its sync forgets it")
+	}
+	deleting := done.DeepCopy()
+	now := metav1.NewTime(podtest.Epoch)
+	deleting.ResourceVersion, deleting.DeletionTimestamp = "5", &now
+	if podUpdateMatters(trim(done), trim(deleting)) {
+		t.Error("an update of a finished pod was queued")
+	}
+	created := podtest.Pod("new").Container("main", podtest.NoStatus()).Container("log", podtest.NoStatus(), podtest.Env(decision.EnvTerminate, "true")).Build()
+	created.Status.Phase = corev1.PodPending
+	if podAddMatters(trim(created)) {
+		t.Error("the add of a pod with no container status was queued")
+	}
+	if !podAddMatters(trim(running)) {
+		t.Error("the add of a running Job pod (the initial list) was dropped")
+	}
+}

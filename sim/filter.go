@@ -1,0 +1,87 @@
+package sim
+
+import (
+	"fmt"
+
+	"github.com/google/go-cmp/cmp"
+	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
+	"github.com/sidecar-terminator/sidecar-terminator/controller/reconciler"
+)
+
+// dropPodUpdate is the controller's pre-enqueue filter (kube.Controller's
+// update handler) on one delivered pod update: true when the key is not
+// queued. Each dropped update is proved harmless as it happens: the decision
+// is taken on both sides, with everything else the same (the cache's node
+// and CRRs, the reconciler's memory of the pod, now); plans that differ are a
+// violation. With Options.NoUpdateFilter nothing is dropped, for comparison.
+func (c *controller) dropPodUpdate(key cache.ObjectName, held, stored *corev1.Pod) bool {
+	if held == nil {
+		return c.dropPodAdd(stored)
+	}
+	if c.s.opts.NoUpdateFilter || reconciler.PodUpdateMatters(held, stored) {
+		return false
+	}
+	c.s.stats.filtered++
+	before, err1 := c.rec.Plan(held, c.s.now())
+	after, err2 := c.rec.Plan(stored, c.s.now())
+	if before.Verdict == decision.VerdictIgnored && after.Verdict == decision.VerdictIgnored {
+		// Ignored either way: the sync forgets the pod and does nothing
+		// else; the reason's words and explain's CRR lines may differ.
+		before, after = decision.Plan{Verdict: before.Verdict}, decision.Plan{Verdict: after.Verdict}
+	}
+	if diff := cmp.Diff(before, after); err1 != nil || err2 != nil || diff != "" {
+		msg := fmt.Sprintf("pod update rv %s -> %s dropped before the queue, but the decision differs (-old +new):\n%s%v%v",
+			held.ResourceVersion, stored.ResourceVersion, diff, err1, err2)
+		if e := c.s.world.byUID[stored.UID]; e != nil {
+			c.s.check.violate("safety", e, "%s", msg)
+		} else {
+			c.s.check.runaway("%s: %s", key, msg)
+		}
+	}
+	return true
+}
+
+// dropCRREvent is the same filter on a CRR event, as kube.Controller's CRR
+// handlers apply it: an update that changes nothing the decision reads of a
+// CRR (crrFacts, so the decision on both sides is the same by construction),
+// or any event while the cache's pod is one the decision ignores outright,
+// which is checked: its plan must be VerdictIgnored.
+func (c *controller) dropCRREvent(podKey cache.ObjectName, held, stored *kruisev1alpha1.ContainerRecreateRequest, deleted bool) bool {
+	if c.s.opts.NoUpdateFilter {
+		return false
+	}
+	if pod := c.cache.pods[podKey]; !reconciler.CRREventMatters(pod) {
+		c.s.stats.filtered++
+		if pod != nil {
+			c.mustBeIgnored(pod, "CRR event")
+		}
+		return true
+	}
+	if deleted || reconciler.CRRUpdateMatters(held, stored) {
+		return false
+	}
+	c.s.stats.filtered++
+	return true
+}
+
+// dropPodAdd is the filter on a pod the informer adds: one the decision
+// ignores outright is not queued (checked: its plan is VerdictIgnored).
+func (c *controller) dropPodAdd(pod *corev1.Pod) bool {
+	if c.s.opts.NoUpdateFilter || pod == nil || reconciler.PodAddMatters(pod) {
+		return false
+	}
+	c.s.stats.filtered++
+	c.mustBeIgnored(pod, "pod add")
+	return true
+}
+
+func (c *controller) mustBeIgnored(pod *corev1.Pod, what string) {
+	if plan, err := c.rec.Plan(pod, c.s.now()); err != nil || plan.Verdict != decision.VerdictIgnored {
+		c.s.check.runaway("%s/%s: %s dropped for a pod the filter takes as ignored, but its plan is %s (%v)",
+			pod.Namespace, pod.Name, what, plan.Verdict, err)
+	}
+}
