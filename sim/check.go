@@ -36,6 +36,10 @@ type truth struct {
 	// last stop: when, and which run of it (its restart count).
 	crrs   int
 	killed map[string]killMark
+	// writtenBack: the kubelet wrote its phase back over a settle once;
+	// settledAt: the latest settle, from which the kubelet's grace runs.
+	writtenBack bool
+	settledAt   time.Time
 }
 
 type killMark struct {
@@ -264,6 +268,11 @@ func (ch *Checker) kill(e *podEntry, container, cause string) {
 		ch.violate("safety", e, "%s stopped sidecar %q while %s", cause, container, why)
 		return
 	}
+	if tr := e.truth; tr.ignoring[container] && !tr.settledAt.IsZero() && ch.s.now().Before(tr.settledAt.Add(tr.grace)) && cause != "image change" {
+		ch.violate("safety", e, "%s stopped ignore-exit-code sidecar %q %s after the phase was settled, while the kubelet may still be stopping it (grace %s)",
+			cause, container, ch.s.now().Sub(tr.settledAt), tr.grace)
+		return
+	}
 	e.truth.killed[container] = killMark{at: ch.s.now(), restarts: e.rt.Container(container).RestartCount}
 	ch.inOrder(e, container, cause)
 }
@@ -370,6 +379,17 @@ func (ch *Checker) statusPatched(e *podEntry, old *corev1.Pod) {
 		ch.violate("safety", e, "phase settled to %s while %s", e.obj.Status.Phase, why)
 		return
 	}
+	n := 0
+	for _, c := range e.obj.Status.Conditions {
+		if c.Type == decision.ConditionSidecarTerminated {
+			n++
+		}
+	}
+	if n > 1 {
+		ch.violate("safety", e, "the settle left %d %s conditions; a re-settle must replace ours", n, decision.ConditionSidecarTerminated)
+		return
+	}
+	e.truth.settledAt = ch.s.now()
 	if e.obj.Status.Phase == corev1.PodSucceeded {
 		for _, name := range e.truth.mains {
 			if c := e.rt.Container(name); c.ExitCode != 0 {

@@ -143,7 +143,8 @@ func (c *controller) observePod(key cache.ObjectName, pod *corev1.Pod, deleted b
 }
 
 func (c *controller) observeCRR(crr *kruisev1alpha1.ContainerRecreateRequest, deleted bool) {
-	if !c.cache.crrAPI {
+	if !c.cache.crrAPI || crr.Labels[reconciler.LabelManagedBy] != reconciler.ManagedByValue {
+		// The informer lists only CRRs with our label (kube.Caches).
 		return
 	}
 	podKey := cache.ObjectName{Namespace: crr.Namespace, Name: crr.Spec.PodName}

@@ -53,6 +53,14 @@ type Faults struct {
 	// whatever their ttlSecondsAfterFinished, so they go while the pod
 	// still runs.
 	CRRTTL time.Duration
+	// KubeletPhaseWriteBack: after the controller settles a pod's phase,
+	// the kubelet's status manager writes its cached phase (Running) back
+	// once, before it syncs the pod, so the controller must settle again.
+	KubeletPhaseWriteBack float64
+	// CRRLabelStripped: a policy engine strips our managed-by label from
+	// every CRR as it is admitted, so the controller's informer, which
+	// lists by that label, never shows the CRRs it made.
+	CRRLabelStripped bool
 }
 
 func (f Faults) withDefaults() Faults {
@@ -97,6 +105,8 @@ func (f Faults) String() string {
 	add(f.CRRNeverCompleted, "crr-never-completed")
 	add(f.CRRWebhook != WebhookAdmits, "crr-webhook=%s@%s", f.CRRWebhook, f.CRRWebhookFrom)
 	add(f.CRRTTL > 0, "crr-ttl=%s", f.CRRTTL)
+	add(f.KubeletPhaseWriteBack > 0, "phase-write-back=%.2f", f.KubeletPhaseWriteBack)
+	add(f.CRRLabelStripped, "crr-label-stripped")
 	if len(out) == 0 {
 		return "-"
 	}

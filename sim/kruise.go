@@ -40,6 +40,9 @@ func (w *World) admitCRR(in *kruisev1alpha1.ContainerRecreateRequest) (*kruisev1
 		return nil, nil, err
 	}
 	crr := in.DeepCopy()
+	if w.s.sc.Faults.CRRLabelStripped {
+		delete(crr.Labels, reconciler.LabelManagedBy)
+	}
 	for i, c := range crr.Spec.Containers {
 		for _, st := range e.obj.Status.ContainerStatuses {
 			if st.Name == c.Name {

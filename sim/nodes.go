@@ -179,6 +179,20 @@ func (s *Sim) kubeletSeeFinished(e *podEntry) {
 	s.kubeletSync(e)
 }
 
+// kubeletWriteBack is the kubelet's status manager writing its cached phase
+// over a phase the controller settled, before the kubelet synced the pod;
+// the conditions stay (the kubelet merges them). The controller settles
+// again, and the kubelet, syncing then, sees the terminal phase.
+func (s *Sim) kubeletWriteBack(e *podEntry) {
+	if e.gone || e.rt == nil || !terminalPhase(e.obj.Status.Phase) {
+		return
+	}
+	pod := *e.obj
+	pod.Status.Phase = e.rt.Status().Phase
+	s.trace.add(e.obj.Name, "kubelet writes its cached phase %s back over %s", pod.Status.Phase, e.obj.Status.Phase)
+	s.world.replacePod(e, &pod)
+}
+
 // jobController deletes a pod whose mains restarted more than its Job's
 // backoffLimit allows.
 func (s *Sim) jobController(e *podEntry) {

@@ -63,6 +63,18 @@ var refusalScenarios = []Scenario{
 		DefaultQuickExitImage: QuickExitImage, Nodes: []NodeGroup{{Count: 10}, {Count: 10, NoDaemon: true}}, Templates: []Template{
 			refusedBoth, refusedCRR}},
 
+	// Item 4: settling is idempotent.
+	{Name: "settle-phase-written-back", Purpose: "the kubelet writes its cached phase (Running) back over every settle once: the re-settle replaces the condition and restarts the grace wait",
+		Faults: Faults{KubeletPhaseWriteBack: 1}, Nodes: normalNodes, Templates: []Template{
+			never("wb-ignore", job(), sidecar("logger", "ignore", markCRR, markIgnore)),
+			never("wb-ignore-failed", mainC("main", 5*time.Second, 30*time.Second, 3), sidecar("logger", "ignore", markCRR, markIgnore)),
+			never("wb-two", job(), sidecar("proxy", "exit:0", markCRR), sidecar("logger", "ignore", markCRR, markIgnore))}},
+
+	// Item 6: expectations are revisited.
+	{Name: "crr-label-stripped", Purpose: "a policy engine strips our label from every CRR and kruise never acts on them: nothing wakes the pod, the expectation's timeout does; then a Warning, and a swap where an image is known",
+		Faults: Faults{CRRLabelStripped: true, CRRNeverCompleted: true}, Nodes: normalNodes, Templates: []Template{
+			refusedBoth.expect(ExpectWarnedTerminal), refusedCRR.expect(ExpectWarning)}},
+
 	// Item 5: deadlines fit the pod.
 	{Name: "crr-deadline-long-grace", Purpose: "terminationGracePeriodSeconds 120 and a sidecar that drains until SIGKILL: the CRR's deadline covers the grace period, so no swap or second CRR lands during the stop",
 		OneStopPerGrace: true, Nodes: normalNodes, Templates: []Template{func() Template {

@@ -98,6 +98,10 @@ func SoakScenario(seed uint64, pods int) Scenario {
 	if pick(0.2) {
 		nodes = append(nodes, NodeGroup{Count: 5, NoDaemon: true})
 	}
+	if pick(0.3) {
+		f.KubeletPhaseWriteBack = frac(1)
+	}
+	f.CRRLabelStripped = pick(0.05)
 	return Scenario{
 		Name: "soak", Purpose: fmt.Sprintf("random faults %s", f),
 		Pods: pods, Nodes: nodes,

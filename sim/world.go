@@ -174,6 +174,11 @@ func (w *World) publishPod(e *podEntry, old *corev1.Pod) {
 	w.s.kruiseTerminatorPodChanged(e)
 	if old != nil && !terminalPhase(old.Status.Phase) && terminalPhase(e.obj.Status.Phase) && e.rt != nil && !e.rt.Terminal() {
 		// Someone else (the controller settling the phase) finished the pod.
+		if !e.truth.writtenBack && w.s.chance(w.s.sc.Faults.KubeletPhaseWriteBack) {
+			e.truth.writtenBack = true
+			w.s.after(w.s.jitter(e.node.kubeletLag, 0.5), func() { w.s.kubeletWriteBack(e) })
+			return
+		}
 		w.s.after(w.s.jitter(e.node.kubeletLag, 0.5), func() { w.s.kubeletSeeFinished(e) })
 	}
 }

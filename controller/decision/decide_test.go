@@ -293,7 +293,8 @@ func TestDecide(t *testing.T) {
 		"image already swapped: in progress, no second patch, looked at again once grace and start allowance pass": {
 			pod:  podtest.Pod("p").Container("main", exited(0)).Container("log", markImage, podtest.Image(quickExit)).Build(),
 			node: virtual,
-			want: want{verdict: VerdictInProgress, requeue: 30*time.Second + DefaultPolicy().SwapStartAllowance},
+			// Counted from the mains' exit, the earliest the swap can have been.
+			want: want{verdict: VerdictInProgress, requeue: 30*time.Second + DefaultPolicy().SwapStartAllowance - now.Sub(exitAt)},
 		},
 
 		// Injected sidecars, by annotation.

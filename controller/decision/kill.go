@@ -44,7 +44,7 @@ func (p Plan) kill(in Input, targets []Container) Plan {
 	yielded, yieldUntil := p.yieldToSecondTerminator(in)
 	for _, c := range targets {
 		if img := c.SwappedTo(); img != "" {
-			waiting = append(waiting, p.followSwap(in, c, img))
+			waiting = append(waiting, p.followSwap(in, c, img, swapNotBefore(p.MainsDoneAt, latest, deadline)))
 			continue
 		}
 		if yielded[c.Name] {

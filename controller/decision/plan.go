@@ -110,8 +110,11 @@ type Plan struct {
 	// ttl) before the retry is made. Written only on that failure path.
 	RecordAttempts string
 	// SwapsUnseen names sidecars that have their quick-exit image although
-	// Input.SwappedAt has no time for them: the reconciler records now.
+	// Input.SwappedAt has no time for them (a restarted controller): the
+	// reconciler records SwapsSince for them, the earliest the swap can
+	// have been made, so that restarts do not keep moving the bound on.
 	SwapsUnseen []string
+	SwapsSince  time.Time
 	// NodePath says which way the pod's node can stop a sidecar, and why.
 	NodePath string
 	// Stage is where the pod is in its stop order; nil without one.

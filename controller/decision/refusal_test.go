@@ -179,9 +179,9 @@ func TestDecideSwapFollowThrough(t *testing.T) {
 		want     want
 		mentions string
 	}{
-		"first seen swapped: wait the bound": {
+		"first seen swapped (a restarted controller): the bound counts from the mains' exit, the earliest the swap can have been": {
 			status: pull, node: virtual,
-			want: want{verdict: VerdictInProgress, requeue: bound},
+			want: want{verdict: VerdictInProgress, requeue: bound - now.Sub(exitAt)},
 		},
 		"within the bound: wait the rest": {
 			status: pull, node: virtual, swapped: now.Add(-time.Minute),

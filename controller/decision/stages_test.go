@@ -192,10 +192,11 @@ func TestStopOrder(t *testing.T) {
 			node: virtual,
 			at:   exitAt.Add(stageBound + time.Second),
 			// The swapped stage-1 sidecar is followed through: looked at again
-			// once grace and start allowance have passed since first seen.
+			// once grace and start allowance have passed since its stage began
+			// (the earliest it can have been swapped; this sync first sees it).
 			want: stageWant{want: want{verdict: VerdictAct, problems: []string{ReasonStopOrderHeldUp},
 				actions: []Action{stageSwap(2, exitAt.Add(stageBound+time.Second), Swap{Index: 2, Container: "istio-proxy", From: img("istio-proxy"), To: quickExit})},
-				requeue: 30*time.Second + DefaultPolicy().SwapStartAllowance},
+				requeue: 30*time.Second + DefaultPolicy().SwapStartAllowance - stageBound - time.Second},
 				stage: 2, stopping: []string{"fluent-bit", "istio-proxy"}},
 		},
 		"an order over a CRR sidecar and a swap sidecar: stage 2 swaps after stage 1's CRR": {

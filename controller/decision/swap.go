@@ -2,6 +2,7 @@ package decision
 
 import (
 	"fmt"
+	"time"
 )
 
 // followSwap follows a sidecar that already has its quick-exit image but has
@@ -11,11 +12,19 @@ import (
 // not pull, the container does not start, the node ignores image updates),
 // and a Warning names what the node reports. Either way the pod is looked
 // at again: never silent.
-func (p *Plan) followSwap(in Input, c Container, image string) string {
+//
+// notBefore is the earliest the swap can have been made (the mains done, the
+// CRR before it ended): a controller that restarted does not know when it
+// swapped, and counting from its own start would let repeated restarts put
+// the Warning off for ever.
+func (p *Plan) followSwap(in Input, c Container, image string, notBefore time.Time) string {
 	since, ok := in.SwappedAt[c.Name]
 	if !ok {
-		p.SwapsUnseen = append(p.SwapsUnseen, c.Name)
 		since = in.Now
+		if !notBefore.IsZero() && notBefore.Before(in.Now) {
+			since = notBefore
+		}
+		p.SwapsUnseen, p.SwapsSince = append(p.SwapsUnseen, c.Name), since
 	}
 	allowance := in.Policy.SwapStartAllowance
 	if allowance <= 0 {
@@ -95,4 +104,22 @@ func nodePath(in Input) string {
 		return fmt.Sprintf("%q is a normal node, but the ContainerRecreateRequest API is not served: image swap only", n.Name)
 	}
 	return fmt.Sprintf("%q is a normal node: ContainerRecreateRequest through kruise-daemon%s, image swap where a CRR cannot stop a sidecar", n.Name, why)
+}
+
+// swapNotBefore is the earliest a swap can have been made: after the mains
+// were done and after the pod's latest CRR ended (a swap follows a failed
+// kill).
+func swapNotBefore(mainsDone time.Time, latest *CRR, deadline time.Time) time.Time {
+	t := mainsDone
+	if latest == nil {
+		return t
+	}
+	end := latest.Completed
+	if end.IsZero() && !latest.Finished() {
+		end = deadline
+	}
+	if end.After(t) {
+		t = end
+	}
+	return t
 }

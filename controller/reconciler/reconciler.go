@@ -156,7 +156,11 @@ func (r *Reconciler) Sync(ctx context.Context, key cache.ObjectName) (time.Durat
 			}
 		}
 		for _, c := range plan.SwapsUnseen {
-			mem.swapped(c, now)
+			since := plan.SwapsSince
+			if since.IsZero() {
+				since = now
+			}
+			mem.swapped(c, since)
 		}
 		r.metrics.Decisions.WithLabelValues(string(plan.Verdict)).Inc()
 		r.track(key, plan.Verdict)

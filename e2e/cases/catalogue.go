@@ -56,6 +56,7 @@ func JobFeatures() []features.Feature {
 			Expect{Job: batchv1.JobComplete, Phase: corev1.PodSucceeded, ExitCodes: map[string]int32{"main": 0}, InitExitCodes: map[string]int32{"native": 0}, CRRContainers: nil, Event: false}),
 		UnmarkedSidecarFeature(),
 		StopOrderFeature(),
+		NoStopOrderFeature(),
 	}
 	out := make([]features.Feature, len(fs))
 	for i, f := range fs {

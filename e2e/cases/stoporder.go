@@ -13,17 +13,35 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
 	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
+	"github.com/sidecar-terminator/sidecar-terminator/images/workload/spec"
 )
+
+// shipPort is where the proxy sidecar acknowledges the shipper's lines.
+const shipPort = 9000
+
+// shipperAndProxy: a proxy that acknowledges lines on the pod's loopback,
+// listed first (as injected meshes are), and a log shipper that, on
+// SIGTERM, delivers its last line through it and exits 0, or 3 if it was
+// lost. Both marked for termination.
+func shipperAndProxy() (proxy, shipper Container) {
+	proxy = Sidecar("proxy", "exit:0", true)
+	proxy.ListenPort = shipPort
+	shipper = Sidecar("shipper", "exit:0", true)
+	shipper.DeliverPort = shipPort
+	return proxy, shipper
+}
 
 // StopOrderFeature: a log shipper that must flush through the proxy before
 // the proxy goes. The pod asks for the shipper first (the stop-order
 // annotation): the controller stops it with a CRR of stage 1, deletes that
 // CRR once the shipper has exited (kruise-daemon takes one CRR of a pod at a
 // time), and only then stops the proxy with a CRR of stage 2. This is the
-// delete-then-create path, with kruise-daemon doing the kills.
+// delete-then-create path, with kruise-daemon doing the kills. The
+// shipper's exit code 0 says its last line was delivered.
 func StopOrderFeature() *features.FeatureBuilder {
+	proxy, shipper := shipperAndProxy()
 	js := JobSpec{Name: "stop-order", RestartPolicy: never,
-		Containers:  []Container{Main("main", 2, 0), Sidecar("proxy", "exit:0", true), Sidecar("shipper", "exit:0", true)},
+		Containers:  []Container{Main("main", 2, 0), proxy, shipper},
 		Annotations: map[string]string{decision.AnnotationStopOrder: "shipper,proxy"}}
 	want := Expect{Job: batchv1.JobComplete, Phase: corev1.PodSucceeded, ExitCodes: map[string]int32{"main": 0, "proxy": 0, "shipper": 0}}
 	return features.New("stop order: the shipper, then the proxy").WithLabel("type", "job").
@@ -74,6 +92,20 @@ func StopOrderFeature() *features.FeatureBuilder {
 			return ctx
 		}).
 		Teardown(deleteNamespace(&js))
+}
+
+// NoStopOrderFeature: the same pod without the order. One CRR names both
+// sidecars in the pod's order, and kruise-daemon stops them one after the
+// other in that order (kruise v1.9.1, pkg/daemon/containerrecreate/
+// crr_daemon_controller.go: one KillContainer per sync, each waiting for
+// the container to stop): the proxy goes first and the shipper's last line
+// is lost (exit 3), so the pod and the Job fail.
+func NoStopOrderFeature() *features.FeatureBuilder {
+	proxy, shipper := shipperAndProxy()
+	return JobFeature("No stop order: the proxy stops first and the shipper's last line is lost",
+		JobSpec{Name: "no-stop-order", RestartPolicy: never, Containers: []Container{Main("main", 2, 0), proxy, shipper}},
+		Expect{Job: batchv1.JobFailed, Phase: corev1.PodFailed, ExitCodes: map[string]int32{"main": 0, "proxy": 0, "shipper": int32(spec.ExitLost)},
+			CRRContainers: []string{"proxy", "shipper"}, Event: true})
 }
 
 // eventMessagesInOrder orders a pod's events by name: client-go's recorder

@@ -5,7 +5,9 @@
 package main
 
 import (
+	"bufio"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"strconv"
@@ -40,14 +42,78 @@ func main() {
 			os.Exit(143)
 		}
 	}
+	if b.ListenPort != 0 {
+		if err := acknowledge(b.ListenPort); err != nil {
+			logf("listen: %v", err)
+			os.Exit(2)
+		}
+	}
 	for s := range sigs {
-		if b.IgnoreSIGTERM {
+		switch {
+		case b.IgnoreSIGTERM:
 			logf("sidecar got %s, ignoring it", s)
 			continue
+		case b.DeliverPort != 0:
+			if err := deliver(b.DeliverPort); err != nil {
+				logf("sidecar got %s; last line lost: %v; exit %d", s, err, spec.ExitLost)
+				os.Exit(spec.ExitLost)
+			}
+			logf("sidecar got %s; last line delivered; exit 0", s)
+			os.Exit(0)
 		}
 		logf("sidecar got %s, exit %d", s, b.SIGTERMExitCode)
 		os.Exit(b.SIGTERMExitCode)
 	}
+}
+
+// acknowledge answers "ok" to each line sent to 127.0.0.1:port, until the
+// process exits: the proxy a shipper delivers through.
+func acknowledge(port int) error {
+	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		return err
+	}
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+				line, err := bufio.NewReader(c).ReadString('\n')
+				if err != nil {
+					return
+				}
+				logf("proxy accepted %q", strings.TrimSpace(line))
+				_, _ = c.Write([]byte("ok\n"))
+			}()
+		}
+	}()
+	return nil
+}
+
+// deliver sends the shipper's last line through the proxy and waits for
+// its acknowledgement.
+func deliver(port int) error {
+	c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), 2*time.Second)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := c.Write([]byte("last line\n")); err != nil {
+		return err
+	}
+	ack, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if strings.TrimSpace(ack) != "ok" {
+		return fmt.Errorf("acknowledgement %q", ack)
+	}
+	return nil
 }
 
 func logf(format string, args ...any) {

@@ -3,14 +3,19 @@
 // virtual-kubelet mock node, the simulator) reads the same grammar:
 //
 //	workload main    [--seconds S] [--exit-code C] [--exit-codes C1,C2,... --count-file F]
-//	workload sidecar [--on-sigterm exit:C|ignore]
+//	workload sidecar [--on-sigterm exit:C|ignore|deliver:PORT] [--listen PORT]
 //
 // main runs S seconds (default 3, fractions allowed) then exits with code C
 // (default 0). With --exit-codes, its n-th run (counted in file F, which must
 // outlive the container: an emptyDir) exits with the n-th code, the last one
 // repeating: a main that fails once, then succeeds, across kubelet restarts. sidecar runs until SIGTERM, then exits with code C (default
-// exit:0), or with ignore keeps running until SIGKILL. Flags take their
-// value as the next argument or after "="; unknown flags are errors.
+// exit:0), or with ignore keeps running until SIGKILL. A log shipper and
+// the proxy it ships through: with --listen the sidecar acknowledges each
+// line sent to 127.0.0.1:PORT (the pod's shared loopback); with
+// deliver:PORT, on SIGTERM it sends its last line there and exits 0 if the
+// line was acknowledged, 3 if it was lost (the proxy already gone). Flags
+// take their value as the next argument or after "="; unknown flags are
+// errors.
 package spec
 
 import (
@@ -39,7 +44,15 @@ type Behaviour struct {
 	// IgnoreSIGTERM.
 	SIGTERMExitCode int
 	IgnoreSIGTERM   bool
+	// ListenPort: acknowledge lines on 127.0.0.1:ListenPort (a proxy).
+	ListenPort int
+	// DeliverPort: on SIGTERM, deliver the last line to
+	// 127.0.0.1:DeliverPort and exit 0, or ExitLost if it was lost.
+	DeliverPort int
 }
+
+// ExitLost is a shipper's exit code when its last line was not accepted.
+const ExitLost = 3
 
 // Parse reads args (without the program name). A leading "workload" or
 // "/workload" (the command, when a pod puts it in args) is skipped.
@@ -106,14 +119,28 @@ func (b *Behaviour) set(name, val string) error {
 			return fmt.Errorf("--count-file: want a path")
 		}
 		b.CountFile = val
+	case b.Mode == Sidecar && name == "--listen":
+		port, err := portNumber(val)
+		if err != nil {
+			return fmt.Errorf("--listen: %w", err)
+		}
+		b.ListenPort = port
 	case b.Mode == Sidecar && name == "--on-sigterm":
 		if val == "ignore" {
 			b.IgnoreSIGTERM = true
 			return nil
 		}
+		if p, ok := strings.CutPrefix(val, "deliver:"); ok {
+			port, err := portNumber(p)
+			if err != nil {
+				return fmt.Errorf("--on-sigterm: %w", err)
+			}
+			b.DeliverPort = port
+			return nil
+		}
 		code, ok := strings.CutPrefix(val, "exit:")
 		if !ok {
-			return fmt.Errorf("--on-sigterm %q: want exit:C or ignore", val)
+			return fmt.Errorf("--on-sigterm %q: want exit:C, ignore or deliver:PORT", val)
 		}
 		c, err := exitCode(code)
 		if err != nil {
@@ -124,6 +151,14 @@ func (b *Behaviour) set(name, val string) error {
 		return fmt.Errorf("unknown flag %s for mode %s", name, b.Mode)
 	}
 	return nil
+}
+
+func portNumber(s string) (int, error) {
+	p, err := strconv.Atoi(s)
+	if err != nil || p < 1 || p > 65535 {
+		return 0, fmt.Errorf("port %q: want 1..65535", s)
+	}
+	return p, nil
 }
 
 func exitCode(s string) (int, error) {
@@ -148,8 +183,15 @@ func (b Behaviour) Args() []string {
 		}
 		return args
 	}
-	if b.IgnoreSIGTERM {
-		return []string{Sidecar, "--on-sigterm", "ignore"}
+	args := []string{Sidecar, "--on-sigterm", "exit:" + strconv.Itoa(b.SIGTERMExitCode)}
+	switch {
+	case b.IgnoreSIGTERM:
+		args[2] = "ignore"
+	case b.DeliverPort != 0:
+		args[2] = "deliver:" + strconv.Itoa(b.DeliverPort)
 	}
-	return []string{Sidecar, "--on-sigterm", "exit:" + strconv.Itoa(b.SIGTERMExitCode)}
+	if b.ListenPort != 0 {
+		args = append(args, "--listen", strconv.Itoa(b.ListenPort))
+	}
+	return args
 }

@@ -27,6 +27,10 @@ func TestParse(t *testing.T) {
 		"missing value":                   {args: []string{"main", "--seconds"}, wantErr: true},
 		"exit code too big":               {args: []string{"main", "--exit-code", "256"}, wantErr: true},
 		"bad on-sigterm":                  {args: []string{"sidecar", "--on-sigterm", "die"}, wantErr: true},
+		"proxy":                           {args: []string{"sidecar", "--listen", "9000"}, want: Behaviour{Mode: Sidecar, ListenPort: 9000}},
+		"shipper":                         {args: []string{"sidecar", "--on-sigterm", "deliver:9000"}, want: Behaviour{Mode: Sidecar, DeliverPort: 9000}},
+		"bad port":                        {args: []string{"sidecar", "--listen", "0"}, wantErr: true},
+		"bad deliver port":                {args: []string{"sidecar", "--on-sigterm", "deliver:x"}, wantErr: true},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -46,6 +50,8 @@ func TestArgsRoundTrip(t *testing.T) {
 		{Mode: Main, Duration: 2500 * time.Millisecond, ExitCode: 3},
 		{Mode: Sidecar, SIGTERMExitCode: 1},
 		{Mode: Sidecar, IgnoreSIGTERM: true},
+		{Mode: Sidecar, ListenPort: 9000},
+		{Mode: Sidecar, DeliverPort: 9000, ListenPort: 9001},
 	} {
 		got, err := Parse(b.Args())
 		if err != nil || !reflect.DeepEqual(got, b) {
