@@ -277,24 +277,6 @@ func (ch *Checker) kill(e *podEntry, container, cause string) {
 	ch.inOrder(e, container, cause)
 }
 
-// stopRequested checks a stop asked of a running container (a CRR picked up,
-// an image change seen) before the model acts on it: a second stop of the
-// same run of a sidecar within the grace period of the first lands while the
-// first is under way (a CRR deadline shorter than the grace period counted
-// it failed), whether or not it changes what the container does.
-func (ch *Checker) stopRequested(e *podEntry, container, cause string) {
-	c := e.rt.Container(container)
-	if !ch.s.sc.OneStopPerGrace || c == nil || c.State != model.Running || e.truth.heldUp {
-		// A StopOrderHeldUp Warning said the controller stops the later
-		// stages with the held-up sidecars now, knowingly.
-		return
-	}
-	now := ch.s.now()
-	if k, ok := e.truth.killed[container]; ok && k.restarts == c.RestartCount && now.Before(k.at.Add(e.truth.grace)) {
-		ch.violate("safety", e, "%s stops %q %s after an earlier stop, within its grace period of %s", cause, container, now.Sub(k.at), e.truth.grace)
-	}
-}
-
 // inOrder checks the stop order: no sidecar of a later stage is stopped
 // while one of an earlier stage still runs, unless the controller said (a
 // StopOrderHeldUp Warning) that the earlier one's bound passed.
@@ -314,19 +296,6 @@ func (ch *Checker) inOrder(e *podEntry, container, cause string) {
 				cause, container, tr.stageOf[container], name, tr.stageOf[name])
 			return
 		}
-	}
-}
-
-// crrCounted counts the CRRs created for a pod against the scenario's
-// MaxCRRsPerPod: the attempts must not reset when kruise deletes CRRs.
-func (ch *Checker) crrCounted(crr *kruisev1alpha1.ContainerRecreateRequest, e *podEntry) {
-	if !e.node.virtual && e.node.daemon == nil {
-		ch.violate("safety", e, "CRR %s made for a pod on node %s, where no kruise-daemon runs: it can only wait for its deadline", crr.Name, e.node.name)
-		return
-	}
-	e.truth.crrs++
-	if max := ch.s.sc.MaxCRRsPerPod; max > 0 && e.truth.crrs > max {
-		ch.violate("safety", e, "CRR %s is the pod's CRR number %d, past the %d attempts: the count was reset", crr.Name, e.truth.crrs, max)
 	}
 }
 
