@@ -15,6 +15,7 @@ import (
 
 	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
 	"github.com/sidecar-terminator/sidecar-terminator/images"
+	"github.com/sidecar-terminator/sidecar-terminator/images/workload/spec"
 )
 
 // Virtual-kubelet nodes (the mock node of e2e/virtualnode, on the local
@@ -88,8 +89,7 @@ func VirtualNodeFeatures(env VirtualNodeEnv) []features.Feature {
 		env.onFailureMainRestartsBeforeSwap(withImage),
 		env.plainEnvWarns(),
 		env.ignoreExitCodeSettles(),
-		env.stopOrderSwaps(),
-	}, env.restartRuleFeatures(withImage)...)
+	}, append(env.stopOrderSwaps(), env.restartRuleFeatures(withImage)...)...)
 }
 
 // VirtualJob is a Job of one main and one sidecar for the virtual nodes
@@ -270,29 +270,61 @@ func (env VirtualNodeEnv) plainEnvWarns() features.Feature {
 }
 
 // stopOrderSwaps: the stop order on a virtual node, where each stage is an
-// image swap: the shipper is swapped first, the proxy only once the shipper
-// has exited, one patch each.
-func (env VirtualNodeEnv) stopOrderSwaps() features.Feature {
-	withImage := func(name string) Container {
-		return Sidecar(name, "exit:0", false).With(EnvWhenJobExitWithImage, images.QuickExit.Ref)
+// image swap: the shipper is swapped first and delivers its last line
+// through the proxy, which is swapped only once the shipper has exited; one
+// patch each. Without the order both are swapped in one patch and stopped
+// together: the line is lost, the shipper exits 3 and, every container of
+// the Never pod having exited, the pod fails before any quick-exit instance
+// runs (as the kubelet's phase rule has it).
+func (env VirtualNodeEnv) stopOrderSwaps() []features.Feature {
+	swapped := func(c Container) Container { return c.With(EnvWhenJobExitWithImage, images.QuickExit.Ref) }
+	proxy, shipper := shipperAndProxy()
+	proxy, shipper = swapped(proxy), swapped(shipper)
+	build := func(name string, order bool) JobSpec {
+		js := VirtualJob(name, never, Main(VirtualMain, 2, 0), proxy)
+		js.Containers = append(js.Containers, shipper)
+		if order {
+			js.Annotations = map[string]string{decision.AnnotationStopOrder: "shipper,proxy"}
+		} else {
+			js.BackoffLimit = new(int32) // one pod: its failure is the case
+		}
+		return js
 	}
-	js := VirtualJob("stop-order-swaps", never, Main(VirtualMain, 2, 0), withImage("proxy"))
-	js.Containers = append(js.Containers, withImage("shipper"))
-	js.Annotations = map[string]string{decision.AnnotationStopOrder: "shipper,proxy"}
-	return env.jobFeature(js, "image-swap", "the shipper is swapped first, the proxy once the shipper exited", batchv1.JobComplete,
-		func(ctx context.Context, t *testing.T, r *virtualRun) {
+	check := func(wantShipper int32, writes int) func(ctx context.Context, t *testing.T, r *virtualRun) {
+		return func(ctx context.Context, t *testing.T, r *virtualRun) {
 			for _, c := range []string{"proxy", "shipper"} {
 				if img := ContainerImage(r.pod, c); img != images.QuickExit.Ref {
 					t.Errorf("%s image %s, want %s", c, img, images.QuickExit.Ref)
 				}
-				if code, ok := ExitCode(r.pod, c); !ok || code != 0 {
-					t.Errorf("%s exit code %d (terminated %v), want 0", c, code, ok)
-				}
+				r.CheckSwapOnlyAfterMainDone(t, c, images.QuickExit.Ref, VirtualMain, 0)
 			}
-			r.CheckSwapOnlyAfterMainDone(t, "shipper", images.QuickExit.Ref, VirtualMain, 0)
-			r.CheckSwapOnlyAfterMainDone(t, "proxy", images.QuickExit.Ref, "shipper", 0)
-			env.checkWrites(t, r.pod.Namespace, []string{"patch pods " + r.pod.Name + " 200", "patch pods " + r.pod.Name + " 200"})
-		})
+			// The instance the swap stopped: the last one when the
+			// quick-exit instance ran after it, else the current one.
+			s, _ := ContainerState(r.pod, "shipper")
+			stopped := s.LastTerminationState.Terminated
+			if stopped == nil {
+				stopped = s.State.Terminated
+			}
+			if stopped == nil || stopped.ExitCode != wantShipper {
+				t.Errorf("shipper's stopped instance: %+v, want exit %d", stopped, wantShipper)
+			}
+			want := make([]string, writes)
+			for i := range want {
+				want[i] = "patch pods " + r.pod.Name + " 200"
+			}
+			env.checkWrites(t, r.pod.Namespace, want)
+		}
+	}
+	ordered := func(ctx context.Context, t *testing.T, r *virtualRun) {
+		check(0, 2)(ctx, t, r)
+		r.CheckSwapOnlyAfterMainDone(t, "proxy", images.QuickExit.Ref, "shipper", 0)
+	}
+	return []features.Feature{
+		env.jobFeature(build("stop-order-swaps", true), "image-swap", "the shipper is swapped first and delivers; the proxy once the shipper exited",
+			batchv1.JobComplete, ordered),
+		env.jobFeature(build("no-stop-order-swaps", false), "image-swap", "both swapped at once: the shipper's last line is lost",
+			batchv1.JobFailed, check(spec.ExitLost, 1)),
+	}
 }
 
 // checkWrites: the controller's writes in ns are exactly want, in any

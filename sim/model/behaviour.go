@@ -26,6 +26,11 @@ type Behaviour struct {
 	// the grace period; otherwise it exits with SIGTERMExitCode.
 	IgnoreSIGTERM   bool
 	SIGTERMExitCode int32
+	// ListenPort: a proxy acknowledging lines on the pod's loopback.
+	// DeliverPort: a shipper that, on SIGTERM, delivers its last line to
+	// that port and exits 0 if a container of the pod still listens there,
+	// spec.ExitLost if not (the workload's --listen and deliver:PORT).
+	ListenPort, DeliverPort int
 }
 
 // Run is one run of a process that exits on its own.
@@ -51,7 +56,7 @@ func ParseBehaviour(pod *corev1.Pod, c corev1.Container) (Behaviour, error) {
 	if err != nil {
 		return Behaviour{}, fmt.Errorf("container %q argv %q: %w", c.Name, argv, err)
 	}
-	out := Behaviour{IgnoreSIGTERM: b.IgnoreSIGTERM, SIGTERMExitCode: int32(b.SIGTERMExitCode)}
+	out := Behaviour{IgnoreSIGTERM: b.IgnoreSIGTERM, SIGTERMExitCode: int32(b.SIGTERMExitCode), ListenPort: b.ListenPort, DeliverPort: b.DeliverPort}
 	if b.Mode != spec.Main {
 		return out, nil
 	}

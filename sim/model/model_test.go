@@ -6,6 +6,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sidecar-terminator/sidecar-terminator/images/workload/spec"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -255,6 +257,59 @@ func TestContainerRestartRules(t *testing.T) {
 			}
 			if p.Terminal() == p.RunsAgain("main") {
 				t.Errorf("terminal %v but RunsAgain %v", p.Terminal(), p.RunsAgain("main"))
+			}
+		})
+	}
+}
+
+// A shipper delivers its last line on SIGTERM only while the proxy still
+// listens: stopped first, exit 0; stopped together with the proxy (a kill or
+// a swap of both at once), its line is lost (spec.ExitLost).
+func TestShipperDeliversOnlyThroughARunningProxy(t *testing.T) {
+	const port = "9000"
+	killedExit := func(c *Container) int32 {
+		if c.Last != nil {
+			return c.Last.ExitCode
+		}
+		return c.ExitCode
+	}
+	for name, tc := range map[string]struct {
+		stop func(p *Pod, at time.Time) error
+		want int32
+	}{
+		"shipper stopped first": {func(p *Pod, at time.Time) error {
+			_, err := p.Stop("shipper", at)
+			return err
+		}, 0},
+		"both stopped at once": {func(p *Pod, at time.Time) error {
+			if _, err := p.Stop("proxy", at); err != nil {
+				return err
+			}
+			_, err := p.Stop("shipper", at)
+			return err
+		}, spec.ExitLost},
+		"shipper swapped first": {func(p *Pod, at time.Time) error {
+			_, err := p.SetImage("shipper", quickExit, at)
+			return err
+		}, 0},
+		"both swapped at once": {func(p *Pod, at time.Time) error {
+			if _, err := p.SetImage("proxy", quickExit, at); err != nil {
+				return err
+			}
+			_, err := p.SetImage("shipper", quickExit, at)
+			return err
+		}, spec.ExitLost},
+	} {
+		t.Run(name, func(t *testing.T) {
+			p := newPod(t, corev1.RestartPolicyNever, ctr("main", "main", "--seconds", "5"),
+				ctr("proxy", "sidecar", "--listen", port), ctr("shipper", "sidecar", "--on-sigterm", "deliver:"+port))
+			runUntil(p, 10*time.Second)
+			if err := tc.stop(p, t0.Add(10*time.Second)); err != nil {
+				t.Fatal(err)
+			}
+			runUntil(p, time.Minute)
+			if got := killedExit(p.Container("shipper")); got != tc.want {
+				t.Errorf("shipper's stopped instance exited %d, want %d", got, tc.want)
 			}
 		})
 	}

@@ -3,6 +3,8 @@ package model
 import (
 	"fmt"
 	"time"
+
+	"github.com/sidecar-terminator/sidecar-terminator/images/workload/spec"
 )
 
 // Stop sends SIGTERM to a running container and SIGKILL after the pod's grace
@@ -87,12 +89,34 @@ func (p *Pod) signal(c *Container, now time.Time, grace time.Duration) bool {
 	}
 	c.stopping = true
 	at, code := now.Add(p.cfg.Timings.SIGTERMExit), c.Behaviour.SIGTERMExitCode
-	if c.Behaviour.IgnoreSIGTERM || p.cfg.Images.QuickExit[c.lastImage] { // the running image, not the spec's
+	switch {
+	case c.Behaviour.IgnoreSIGTERM || p.cfg.Images.QuickExit[c.lastImage]: // the running image, not the spec's
 		at, code = now.Add(grace), exitSIGKILL
+	case c.Behaviour.DeliverPort != 0 && !p.listening(c, c.Behaviour.DeliverPort, at):
+		code = spec.ExitLost
+	case c.Behaviour.DeliverPort != 0:
+		code = 0
 	}
 	if c.op == opExit && c.at.Before(at) {
 		return true
 	}
 	c.schedule(opExit, at, code)
 	return true
+}
+
+// listening reports whether a container of the pod other than from, running
+// its own (not a quick-exit) image, still listens on port at the moment at:
+// a proxy stopped at the same moment is gone by then, as when both get
+// SIGTERM together.
+func (p *Pod) listening(from *Container, port int, at time.Time) bool {
+	for _, x := range p.all() {
+		if x == from || x.Behaviour.ListenPort != port || x.State != Running || p.cfg.Images.QuickExit[x.lastImage] {
+			continue
+		}
+		if x.stopping && x.op == opExit && !x.at.After(at) {
+			continue
+		}
+		return true
+	}
+	return false
 }
