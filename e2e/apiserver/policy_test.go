@@ -167,6 +167,14 @@ func TestServiceAccountHeldToWhatTheControllerDoes(t *testing.T) {
 		"CRR owned by another pod": func() error {
 			return crr("other-owner", ours, alwaysPod)
 		},
+		"delete of a CRR not ours": func() error {
+			if _, err := e.kruise.AppsV1alpha1().ContainerRecreateRequests("default").Create(ctx, &kruisev1alpha1.ContainerRecreateRequest{
+				ObjectMeta: metav1.ObjectMeta{Name: "someone-elses"},
+				Spec:       kruisev1alpha1.ContainerRecreateRequestSpec{PodName: job.Name, Containers: []kruisev1alpha1.ContainerRecreateRequestContainer{{Name: "proxy"}}}}, metav1.CreateOptions{}); err != nil {
+				return fmt.Errorf("set-up (as admin): %w", err)
+			}
+			return kruise.AppsV1alpha1().ContainerRecreateRequests("default").Delete(ctx, "someone-elses", metav1.DeleteOptions{})
+		},
 	}
 	for name, write := range forbidden {
 		err := write()
@@ -190,7 +198,13 @@ func TestServiceAccountHeldToWhatTheControllerDoes(t *testing.T) {
 		{"our annotation", func() error {
 			return patch(job, "", types.MergePatchType, `{"metadata":{"annotations":{"`+decision.AnnotationCRRAttempts+`":"2"}}}`)
 		}},
+		{"the stop order's stage mark", func() error {
+			return patch(job, "", types.MergePatchType, `{"metadata":{"annotations":{"`+decision.AnnotationStopStage+`":"1 2026-11-23T07:00:00Z"}}}`)
+		}},
 		{"CRR with our labels, owned by its pod", func() error { return crr("ours", ours, job) }},
+		{"delete of our CRR (a stop order's earlier stage)", func() error {
+			return kruise.AppsV1alpha1().ContainerRecreateRequests("default").Delete(ctx, "ours", metav1.DeleteOptions{})
+		}},
 		{"terminal phase with our condition", func() error { return patch(job, "status", types.MergePatchType, terminal("SidecarTerminated")) }},
 	}
 	for _, a := range admitted {
