@@ -128,6 +128,8 @@ type Checker struct {
 	unsettled int
 	violation *Violation
 	latencies []time.Duration
+	// secondSeenAt: the controller's first SecondTerminator Warning.
+	secondSeenAt time.Time
 }
 
 func newChecker(s *Sim) *Checker { return &Checker{s: s} }
@@ -215,6 +217,9 @@ func (ch *Checker) event(pod *corev1.Pod, eventtype, reason string) {
 		return
 	}
 	e.truth.warned = true
+	if reason == decision.ReasonSecondTerminator && ch.secondSeenAt.IsZero() {
+		ch.secondSeenAt = ch.s.now()
+	}
 	if reason == decision.ReasonStopOrderHeldUp {
 		// No stage may be given up on before a stopped sidecar could have
 		// had its grace period: the bound counts from a kill, which comes
@@ -396,6 +401,7 @@ func sidecarsStopped(e *podEntry) bool {
 
 // final runs when the run ends: liveness for pods whose check is due.
 func (ch *Checker) final() {
+	ch.finalBesideKruise()
 	for _, key := range ch.s.sortedPodKeys() {
 		e := ch.s.world.pods[key]
 		if !e.truth.mainsDoneAt.IsZero() && !ch.s.now().Before(e.truth.mainsDoneAt.Add(ch.s.sc.Bound)) {

@@ -55,7 +55,9 @@ func (w *World) admitCRR(in *kruisev1alpha1.ContainerRecreateRequest) (*kruisev1
 	}
 	crr.Annotations[annotationResolvedUID] = string(e.obj.UID)
 	crr.CreationTimestamp = metav1.NewTime(w.s.now())
-	crr.Status.Phase = kruisev1alpha1.ContainerRecreateRequestPending
+	// Status is empty until kruise-daemon takes the CRR up (kruise's
+	// webhook writes none): Pending then means it waits behind another.
+	crr.Status.Phase = ""
 	owner := e.obj.UID
 	if len(crr.OwnerReferences) > 0 {
 		owner = crr.OwnerReferences[0].UID
@@ -67,6 +69,7 @@ func (w *World) admitCRR(in *kruisev1alpha1.ContainerRecreateRequest) (*kruisev1
 	}
 	w.s.check.crrCounted(crr, e)
 	w.s.crrCreated(crr, e)
+	w.s.check.besideKruise(crr, e)
 	return crr, e, nil
 }
 
@@ -95,7 +98,13 @@ func (s *Sim) daemonPickup(key cache.ObjectName) {
 		return
 	}
 	if s.daemonBusy(crr) {
-		// daemonNext picks it up when the one before it ends.
+		// daemonNext picks it up when the one before it ends; meanwhile
+		// the daemon marks it Pending (pickRecreateRequest).
+		if crr.Status.Phase == "" {
+			next := crr.DeepCopy()
+			next.Status.Phase = kruisev1alpha1.ContainerRecreateRequestPending
+			s.world.updateCRR(next)
+		}
 		return
 	}
 	e := s.world.byUID[types.UID(crr.Annotations[annotationResolvedUID])]

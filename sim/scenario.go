@@ -44,6 +44,9 @@ type Scenario struct {
 	Templates []Template
 	Faults    Faults
 	NoCRRAPI  bool
+	// KruiseTerminator runs OpenKruise's own SidecarTerminator beside the
+	// controller (kruiseterm.go).
+	KruiseTerminator bool
 	// AllowedImages is the controller's quick-exit image allowlist.
 	AllowedImages []string // empty: any image ('*')
 	// DefaultQuickExitImage is the controller's --default-quick-exit-image.

@@ -75,6 +75,9 @@ var Scenarios = []Scenario{
 	{Name: "broadcast-onfailure", Purpose: "broadcast-style job, one OnFailure pod per node, flaky mains (OpenKruise e2e)",
 		Pods: 40, Arrival: time.Second, Nodes: []NodeGroup{{Count: 40}}, Templates: []Template{
 			onFailure("bcast-of", mainC("main", 2*time.Second, 20*time.Second, 1, 0), sidecar("proxy", "exit:0", markCRR))}},
+	{Name: "beside-kruise-terminator", Purpose: "OpenKruise's own SidecarTerminator on too, its daemon slow: noticed (SecondTerminator), yielded to, every pod finishes; no CRR beside kruise's once seen",
+		Nodes: []NodeGroup{{Count: 20, Daemon: DaemonSpec{Pickup: 8 * time.Second}}}, Templates: []Template{never("both", job(), sidecar("proxy", "exit:0", markCRR)),
+			onFailure("both-of", job(), sidecar("proxy", "exit:0", markCRR))}, KruiseTerminator: true},
 	{Name: "normal-image-only", Purpose: "normal node, sidecar marked only with an image: image swap, no daemon needed",
 		Nodes: normalNodes, Templates: []Template{never("img", job(), sidecar("proxy", "exit:0", markImage)),
 			onFailure("img-of", job(), sidecar("proxy", "ignore", markImage))}},

@@ -171,6 +171,7 @@ func (w *World) publishPod(e *podEntry, old *corev1.Pod) {
 	}
 	w.s.check.podChanged(e, old)
 	w.s.daemonPodChanged(e)
+	w.s.kruiseTerminatorPodChanged(e)
 	if old != nil && !terminalPhase(old.Status.Phase) && terminalPhase(e.obj.Status.Phase) && e.rt != nil && !e.rt.Terminal() {
 		// Someone else (the controller settling the phase) finished the pod.
 		if !e.truth.writtenBack && w.s.chance(w.s.sc.Faults.KubeletPhaseWriteBack) {

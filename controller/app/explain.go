@@ -141,7 +141,7 @@ func explainPod(ctx context.Context, w io.Writer, client kubernetes.Interface, r
 		return fmt.Errorf("get pod %s/%s: %w", namespace, name, err)
 	}
 	rec := reconciler.New(cfg, read, nil, nil, nil, clock.RealClock{})
-	plan, err := rec.Plan(pod, time.Now())
+	plan, err := rec.ExplainPlan(pod, time.Now())
 	if err != nil {
 		return err
 	}

@@ -117,7 +117,7 @@ func (p Plan) kill(in Input, targets []Container) Plan {
 	if wait, ok := waitForSecondTerminator(in, p.MainsDoneAt, latest, byCRR); ok {
 		p.requeue(wait)
 		waiting = append(waiting, fmt.Sprintf("the ContainerRecreateRequest for %v waits %s: OpenKruise's SidecarTerminator acts in this cluster, and its CRR is looked for first", names(byCRR), wait.Round(time.Second)))
-		byCRR = nil
+		byCRR, p.AwaitsSecondTerminator = nil, true
 	}
 	if len(byCRR) > 0 {
 		planned := len(p.Actions)

@@ -127,4 +127,7 @@ type Plan struct {
 	// SecondTerminator, for Explain, is OpenKruise's SidecarTerminator's
 	// CRR for the pod when one was found.
 	SecondTerminator *SecondTerminator
+	// AwaitsSecondTerminator: a first CRR waits for kruise's to show
+	// (second.go); the reconciler looks for it.
+	AwaitsSecondTerminator bool
 }

@@ -96,9 +96,7 @@ func (p *Plan) yieldToSecondTerminator(in Input) (map[string]bool, time.Time) {
 		return nil, time.Time{}
 	}
 	until := st.Created.Add(CRRDeadline(in.Pod, in.Policy))
-	p.Problems = append(p.Problems, Problem{Reason: ReasonSecondTerminator, Message: fmt.Sprintf(
-		"OpenKruise's own SidecarTerminator also acts on this pod: its ContainerRecreateRequest %s names %v; sidecar-terminator makes no further one for them until %s, then follows through on any still running. Run one terminator: turn off OpenKruise's SidecarTerminator feature gate",
-		st.CRR, st.Containers, until.UTC().Format(time.RFC3339))})
+	p.Problems = append(p.Problems, secondTerminatorProblem(st, until))
 	if !in.Now.Before(until) {
 		return nil, until
 	}
@@ -107,6 +105,29 @@ func (p *Plan) yieldToSecondTerminator(in Input) (map[string]bool, time.Time) {
 		yield[c] = true
 	}
 	return yield, until
+}
+
+func secondTerminatorProblem(st *SecondTerminator, until time.Time) Problem {
+	return Problem{Reason: ReasonSecondTerminator, Message: fmt.Sprintf(
+		"OpenKruise's own SidecarTerminator also acts on this pod: its ContainerRecreateRequest %s names %v; sidecar-terminator makes no further one for them until %s, then follows through on any still running. Run one terminator: turn off OpenKruise's SidecarTerminator feature gate",
+		st.CRR, st.Containers, until.UTC().Format(time.RFC3339))}
+}
+
+// WithSecondTerminator adds the SecondTerminator Warning to a plan that
+// did not need kruise's CRR to decide (its sidecars had stopped, the pod
+// had finished) but where it was found: it is said all the same.
+func WithSecondTerminator(p Plan, in Input) Plan {
+	st := in.SecondTerminator
+	if st == nil || in.Pod == nil {
+		return p
+	}
+	for _, pr := range p.Problems {
+		if pr.Reason == ReasonSecondTerminator {
+			return p
+		}
+	}
+	p.Problems = append(append([]Problem(nil), p.Problems...), secondTerminatorProblem(st, st.Created.Add(CRRDeadline(in.Pod, in.Policy))))
+	return p
 }
 
 // settledByKruise is the plan for a pod whose phase kruise's terminator

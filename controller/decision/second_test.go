@@ -138,3 +138,19 @@ func TestKruiseTerminatorCRRNameIsKruises(t *testing.T) {
 		t.Errorf("got %q", got)
 	}
 }
+
+// The wait for kruise's CRR asks the reconciler to look for it; nothing
+// else does.
+func TestAwaitsSecondTerminatorOnlyDuringTheWait(t *testing.T) {
+	pod := podtest.Pod("p").Container("main", exited(0)).Container("proxy", markCRR).Build()
+	for _, tc := range []struct {
+		seen bool
+		at   time.Time
+		want bool
+	}{{true, now, true}, {true, exitAt.Add(SecondTerminatorGrace), false}, {false, now, false}} {
+		plan := Decide(Input{Pod: pod, Node: normal, CRRAPI: true, Now: tc.at, Policy: DefaultPolicy(), KruiseTerminatorSeen: tc.seen})
+		if plan.AwaitsSecondTerminator != tc.want {
+			t.Errorf("seen %t at %s: awaits %t, want %t", tc.seen, tc.at.Sub(exitAt), plan.AwaitsSecondTerminator, tc.want)
+		}
+	}
+}

@@ -9,20 +9,31 @@ import (
 	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
 )
 
-// Plan gathers the decision's facts about the pod from the Reader and decides,
-// without acting, for `explain` (Sync decides through plan).
+// Plan gathers the decision's facts about the pod from the Reader and
+// decides, without acting and without reading anything but the Reader's
+// usual reads (the simulator's update filter calls it for every update).
 func (r *Reconciler) Plan(pod *corev1.Pod, now time.Time) (decision.Plan, error) {
-	mem := r.memory(cache.ObjectName{Namespace: pod.Namespace, Name: pod.Name}, pod.UID)
-	in, err := r.memoryInput(pod, mem, now)
+	in, err := r.memoryInput(pod, r.memory(cache.ObjectName{Namespace: pod.Namespace, Name: pod.Name}, pod.UID), now)
 	if err != nil {
 		return decision.Plan{}, err
 	}
-	plan := decision.Decide(in)
-	// explain looks for a second terminator whatever the signals say.
-	if in2, ok := r.lookForSecondTerminator(pod, mem, in, plan, true); ok {
-		in, plan = in2, decision.Decide(in2)
+	return decision.Decide(in), nil
+}
+
+// ExplainPlan is Plan for a person (`explain`): it also looks for
+// OpenKruise's own SidecarTerminator's CRR whatever the signals say, and
+// lists the pod's CRRs as kruise reports them.
+func (r *Reconciler) ExplainPlan(pod *corev1.Pod, now time.Time) (decision.Plan, error) {
+	in, err := r.memoryInput(pod, r.memory(cache.ObjectName{Namespace: pod.Namespace, Name: pod.Name}, pod.UID), now)
+	if err != nil {
+		return decision.Plan{}, err
 	}
-	// For a person only (explain): the sync loop does not need them.
+	if read, ok := r.read.(SecondTerminatorReader); ok && in.CRRAPI && in.SecondTerminator == nil {
+		if crr, err := read.KruiseTerminatorCRR(pod); err == nil && crr != nil {
+			in.SecondTerminator = secondFacts(crr)
+		}
+	}
+	plan := decision.WithSecondTerminator(decision.Decide(in), in)
 	plan.CRRs = decision.CRRStates(in)
 	plan.SecondTerminator = in.SecondTerminator
 	return plan, nil

@@ -226,8 +226,8 @@ func (r *Reconciler) plan(pod *corev1.Pod, mem *podMemory, now time.Time) (decis
 		return decision.Plan{}, err
 	}
 	plan := decision.Decide(in)
-	if in2, ok := r.lookForSecondTerminator(pod, mem, in, plan, false); ok {
-		plan = decision.Decide(in2)
+	if in2, ok := r.lookForSecondTerminator(pod, mem, in, plan); ok {
+		plan = decision.WithSecondTerminator(decision.Decide(in2), in2)
 	}
 	return plan, nil
 }

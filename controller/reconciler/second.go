@@ -24,23 +24,32 @@ type SecondTerminatorReader interface {
 // Why the reconciler looks for kruise's CRR; each at most once per pod.
 const (
 	lookPending = 1 << iota // one of our CRRs waits behind another of the pod
+	lookWait                // kruise's terminator was seen; a first CRR waits for its CRR
+	lookWaitEnd             // that wait is over, whatever the plan now
 	lookCreate              // kruise's terminator was seen; a first CRR is due
+	awaited                 // not a look: the pod has waited for kruise's CRR
 )
 
 // lookForSecondTerminator reads kruise's CRR for the pod when a signal says
-// it may exist (or always, for explain), remembers what it found, and
-// returns the input with it. ok is false when nothing new was learnt.
-func (r *Reconciler) lookForSecondTerminator(pod *corev1.Pod, mem *podMemory, in decision.Input, plan decision.Plan, always bool) (decision.Input, bool) {
+// it may exist, remembers what it found, and returns the input with it. ok
+// is false when nothing new was learnt.
+func (r *Reconciler) lookForSecondTerminator(pod *corev1.Pod, mem *podMemory, in decision.Input, plan decision.Plan) (decision.Input, bool) {
 	read, can := r.read.(SecondTerminatorReader)
 	if !can || !in.CRRAPI || in.SecondTerminator != nil {
 		return in, false
 	}
 	why := 0
 	switch {
-	case always:
-		why = lookPending | lookCreate
 	case decision.SuspectSecondTerminator(in):
 		why = lookPending
+	case plan.AwaitsSecondTerminator:
+		// Kruise makes its CRR the moment it sees the mains done: looking
+		// now finds it before it has stopped anything. Once more when the
+		// wait is over: its kill may be over by then, but it is said.
+		mem.secondLooked |= awaited
+		why = lookWait
+	case mem.secondLooked&awaited != 0:
+		why = lookWaitEnd
 	case in.KruiseTerminatorSeen && createsFirstCRR(plan):
 		why = lookCreate
 	}

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
+	"github.com/sidecar-terminator/sidecar-terminator/controller/podtest"
 	"github.com/sidecar-terminator/sidecar-terminator/controller/reconciler"
 )
 
@@ -121,5 +122,43 @@ func TestSecondTerminatorIsNoticedAndYieldedTo(t *testing.T) {
 	}
 	if n := countEvents(w.apiFake, "Warning "+decision.ReasonSecondTerminator); n != 2 || testutil.ToFloat64(m.SecondTerminatorPods) != 2 {
 		t.Errorf("p2 not warned about or counted: events %v", w.events)
+	}
+
+	// The third pod: kruise's CRR is there before the controller's first
+	// look, which finds it during the wait; its kill may be over before
+	// the wait ends, and the pod is still warned about.
+	p3 := podtest.Pod("p3").Namespace("default").UID("p3-uid-1").Node("normal").
+		Container("main", podtest.Exited(0, w.clock.Now())).Container("log", markCRR).Build()
+	w.pods["p3"] = p3
+	w.catchUp()
+	w.kruiseActs(p3, "log")
+	gets := w.gets
+	if after := mustSync(t, rec, "p3"); after <= decision.SecondTerminatorGrace {
+		t.Errorf("p3: requeue %s; found during the wait, kruise's CRR has its time (a minute), not the wait's", after)
+	}
+	if w.gets != gets+1 || countEvents(w.apiFake, "Warning "+decision.ReasonSecondTerminator) != 3 {
+		t.Errorf("p3: %d reads during the wait, events %v; want one read and a Warning", w.gets-gets, w.events)
+	}
+	if got := strings.Join(w.writes, ","); got != "crr" {
+		t.Errorf("writes %s: a CRR was made for p3", got)
+	}
+
+	// The fourth pod: kruise's CRR shows only after the controller's first
+	// look, and its kill is over before the wait ends. Looking once more
+	// when the wait is over finds it: the pod is warned about all the same.
+	p4 := podtest.Pod("p4").Namespace("default").UID("p4-uid-1").Node("normal").
+		Container("main", podtest.Exited(0, w.clock.Now())).Container("log", markCRR).Build()
+	w.pods["p4"] = p4
+	w.catchUp()
+	mustSync(t, rec, "p4")
+	w.kruiseActs(p4, "log")
+	stopped := p4.DeepCopy()
+	stopped.Status.ContainerStatuses[1] = *podtest.Pod("x").Container("log", podtest.Exited(0, w.clock.Now())).Build().Status.ContainerStatuses[0].DeepCopy()
+	w.pods["p4"] = stopped
+	w.catchUp()
+	w.clock.Step(time.Second)
+	mustSync(t, rec, "p4")
+	if n := countEvents(w.apiFake, "Warning "+decision.ReasonSecondTerminator); n != 4 || strings.Join(w.writes, ",") != "crr" {
+		t.Errorf("p4: %d SecondTerminator Warnings in all (want 4), writes %v", n, w.writes)
 	}
 }

@@ -22,6 +22,8 @@ type UpOptions struct {
 	RunDir string
 	// NoKruise skips kruise-manager and kruise-daemon (and the CRDs).
 	NoKruise bool
+	// Kruise: how OpenKruise runs (its own SidecarTerminator off by default).
+	Kruise KruiseOptions
 	// AuditLogPath as in Options.
 	AuditLogPath string
 	Logf         func(format string, args ...any)
@@ -110,7 +112,7 @@ func Up(ctx context.Context, opts UpOptions) (_ *Cluster, err error) {
 	logf("node Ready: %s", time.Since(t2).Round(time.Millisecond))
 	if !opts.NoKruise {
 		t3 := time.Now()
-		if err := StartKruise(ctx, cp, c.Node); err != nil {
+		if err := StartKruiseWith(ctx, cp, c.Node, opts.Kruise); err != nil {
 			return nil, err
 		}
 		logf("kruise-manager and kruise-daemon ready: %s", time.Since(t3).Round(time.Millisecond))

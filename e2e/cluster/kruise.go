@@ -254,6 +254,18 @@ func decodeKinds(path string, mut *admissionv1.MutatingWebhookConfiguration, val
 // to be ready, then kruise-daemon for the node, which finds containerd
 // through the /hostvarrun symlink. The CRDs must already be installed.
 func StartKruise(ctx context.Context, cp *ControlPlane, node *Node) error {
+	return StartKruiseWith(ctx, cp, node, KruiseOptions{})
+}
+
+// KruiseOptions are the few ways a suite runs OpenKruise differently.
+type KruiseOptions struct {
+	// SidecarTerminator turns on OpenKruise's own SidecarTerminator, for
+	// the suite that checks what the controller does beside it.
+	SidecarTerminator bool
+}
+
+// StartKruiseWith is StartKruise with options.
+func StartKruiseWith(ctx context.Context, cp *ControlPlane, node *Node, o KruiseOptions) error {
 	bins, err := KruiseBinaries(ctx)
 	if err != nil {
 		return err
@@ -291,7 +303,7 @@ func StartKruise(ctx context.Context, cp *ControlPlane, node *Node) error {
 		"--metrics-addr=127.0.0.1:" + itoa(ports[1]),
 		"--health-probe-addr=127.0.0.1:" + itoa(ports[2]),
 		"--enable-pprof=false",
-		"--feature-gates=SidecarTerminator=false",
+		fmt.Sprintf("--feature-gates=SidecarTerminator=%t", o.SidecarTerminator),
 		"--protection-log-path=" + filepath.Join(dir, "protection-log"),
 		// The default 30 QPS throttles CRR handling in a burst of Jobs.
 		"--rest-config-qps=200", "--rest-config-burst=400",
