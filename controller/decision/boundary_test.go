@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 
 	. "github.com/sidecar-terminator/sidecar-terminator/controller/decision"
@@ -62,13 +61,7 @@ func TestDecideAtTheEdges(t *testing.T) {
 				in.Now = now
 			}
 			plan := Decide(in)
-			got := want{verdict: plan.Verdict, actions: plan.Actions, failed: plan.FailedKills, requeue: plan.RequeueAfter}
-			for _, p := range plan.Problems {
-				got.problems = append(got.problems, p.Reason)
-			}
-			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(want{})); diff != "" {
-				t.Errorf("plan differs (-want +got):\n%s\nreason: %s", diff, plan.Reason)
-			}
+			checkPlan(t, tc.want, plan)
 			sameAfterTrim(t, in, plan)
 		})
 	}

@@ -36,6 +36,19 @@ type want struct {
 	requeue  time.Duration
 }
 
+// checkPlan compares what a table row wants with the plan: verdict,
+// actions, the problems' reasons in order, failed kills and requeue.
+func checkPlan(t *testing.T, w want, plan Plan) {
+	t.Helper()
+	got := want{verdict: plan.Verdict, actions: plan.Actions, failed: plan.FailedKills, requeue: plan.RequeueAfter}
+	for _, p := range plan.Problems {
+		got.problems = append(got.problems, p.Reason)
+	}
+	if diff := cmp.Diff(w, got, cmp.AllowUnexported(want{})); diff != "" {
+		t.Errorf("plan differs (-want +got):\n%s\nreason: %s\nproblems: %+v", diff, plan.Reason, plan.Problems)
+	}
+}
+
 func crrFor(pod string, attempt int, containers ...string) Action {
 	return Action{Kind: ActionCreateCRR, Containers: containers, Attempt: attempt,
 		CRRName: CRRName(podtest.Pod(pod).Build(), attempt), ReadPodFirst: true}
@@ -455,13 +468,7 @@ func TestDecide(t *testing.T) {
 			}
 			plan := Decide(in)
 			sameAfterTrim(t, in, plan)
-			got := want{verdict: plan.Verdict, actions: plan.Actions, failed: plan.FailedKills, requeue: plan.RequeueAfter}
-			for _, p := range plan.Problems {
-				got.problems = append(got.problems, p.Reason)
-			}
-			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(want{})); diff != "" {
-				t.Errorf("plan differs (-want +got):\n%s\nreason: %s\nproblems: %+v", diff, plan.Reason, plan.Problems)
-			}
+			checkPlan(t, tc.want, plan)
 			if plan.Reason == "" {
 				t.Errorf("plan has no reason")
 			}
@@ -632,14 +639,7 @@ func TestDecideRestartRules(t *testing.T) {
 				node = normal
 			}
 			plan := Decide(Input{Pod: tc.pod, Node: node, CRRAPI: true, Now: now, Policy: DefaultPolicy()})
-			var reasons []string
-			for _, p := range plan.Problems {
-				reasons = append(reasons, p.Reason)
-			}
-			got := want{verdict: plan.Verdict, actions: plan.Actions, problems: reasons, failed: plan.FailedKills, requeue: plan.RequeueAfter}
-			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(want{})); diff != "" {
-				t.Errorf("plan (-want +got):\n%s\nreason: %s", diff, plan.Reason)
-			}
+			checkPlan(t, tc.want, plan)
 			for _, a := range plan.Actions {
 				for _, c := range a.Containers {
 					if c == "main" || c == "mesh" || c == "setup" {

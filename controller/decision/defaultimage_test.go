@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 
 	. "github.com/sidecar-terminator/sidecar-terminator/controller/decision"
@@ -117,14 +116,7 @@ func TestDecideDefaultQuickExitImage(t *testing.T) {
 				in.SwappedAt = map[string]time.Time{"log": tc.swappedAt}
 			}
 			plan := Decide(in)
-			var reasons []string
-			for _, pr := range plan.Problems {
-				reasons = append(reasons, pr.Reason)
-			}
-			got := want{verdict: plan.Verdict, actions: plan.Actions, problems: reasons, failed: plan.FailedKills, requeue: plan.RequeueAfter}
-			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(want{})); diff != "" {
-				t.Errorf("plan (-want +got):\n%s\nreason: %s", diff, plan.Reason)
-			}
+			checkPlan(t, tc.want, plan)
 			assertOnlySidecarsTouched(t, plan)
 		})
 	}

@@ -4,7 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 
 	. "github.com/sidecar-terminator/sidecar-terminator/controller/decision"
@@ -47,14 +46,7 @@ func TestDecideNodeWithoutDaemon(t *testing.T) {
 			p := DefaultPolicy()
 			p.DefaultQuickExitImage = tc.defaultImage
 			plan := Decide(Input{Pod: tc.pod, Node: tc.node, CRRAPI: true, Now: now, Policy: p})
-			var reasons []string
-			for _, pr := range plan.Problems {
-				reasons = append(reasons, pr.Reason)
-			}
-			got := want{verdict: plan.Verdict, actions: plan.Actions, problems: reasons, failed: plan.FailedKills, requeue: plan.RequeueAfter}
-			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(want{})); diff != "" {
-				t.Errorf("plan (-want +got):\n%s\nreason: %s", diff, plan.Reason)
-			}
+			checkPlan(t, tc.want, plan)
 			assertOnlySidecarsTouched(t, plan)
 			var sb strings.Builder
 			if err := plan.Explain(&sb); err != nil {

@@ -130,13 +130,7 @@ func TestDecideRefusals(t *testing.T) {
 				in.Node = normal
 			}
 			plan := Decide(in)
-			got := want{verdict: plan.Verdict, actions: plan.Actions, failed: plan.FailedKills, requeue: plan.RequeueAfter}
-			for _, p := range plan.Problems {
-				got.problems = append(got.problems, p.Reason)
-			}
-			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(want{})); diff != "" {
-				t.Errorf("plan differs (-want +got):\n%s\nreason: %s\nproblems: %+v", diff, plan.Reason, plan.Problems)
-			}
+			checkPlan(t, tc.want, plan)
 			// A refusal's Warning names the HTTP status and the answer.
 			for _, pr := range plan.Problems {
 				if pr.Reason != ReasonSidecarKillFailed || len(tc.refusals) == 0 || tc.refusals[0].Code == 0 || len(tc.crrs) > 0 {

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 
 	. "github.com/sidecar-terminator/sidecar-terminator/controller/decision"
@@ -88,13 +87,7 @@ func TestDecideYieldsToASecondTerminator(t *testing.T) {
 				in.Now = now
 			}
 			plan := Decide(in)
-			got := want{verdict: plan.Verdict, actions: plan.Actions, failed: plan.FailedKills, requeue: plan.RequeueAfter}
-			for _, p := range plan.Problems {
-				got.problems = append(got.problems, p.Reason)
-			}
-			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(want{})); diff != "" {
-				t.Errorf("plan differs (-want +got):\n%s\nreason: %s\nproblems: %+v", diff, plan.Reason, plan.Problems)
-			}
+			checkPlan(t, tc.want, plan)
 			for _, p := range plan.Problems {
 				if !strings.Contains(p.Message, "OpenKruise's own SidecarTerminator") || !strings.Contains(p.Message, "feature gate") {
 					t.Errorf("the Warning does not name the second terminator and the fix: %q", p.Message)
