@@ -12,7 +12,9 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -60,7 +62,11 @@ func RunWatched(ctx context.Context, cl Clients, job *batchv1.Job, timeout time.
 	}
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		crrs, err := cl.Dynamic.Resource(CRRResource).Namespace(ns).List(ctx, metav1.ListOptions{LabelSelector: ManagedByLabel})
-		if err != nil {
+		switch {
+		case apierrors.IsNotFound(err):
+			// No CRR API (a cluster without OpenKruise): no CRR can exist.
+			crrs = &unstructured.UnstructuredList{}
+		case err != nil:
 			return false, fmt.Errorf("list CRRs in %s: %w", ns, err)
 		}
 		for _, c := range crrs.Items {
