@@ -78,39 +78,47 @@ func TestChartOnLocalCluster(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tar := filepath.Join(t.TempDir(), spec.Dir+".tar")
-		if err := oci.WriteIndexTarball(tar, spec.Ref, idx); err != nil {
-			t.Fatal(err)
+		refs := []string{spec.Ref}
+		if spec.Dir == images.Controller.Dir {
+			// Also under the tag the chart's defaults name, which the
+			// README's install uses.
+			def, err := chartDefaultImage(ctx, e.helm, root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			refs = append(refs, def)
 		}
-		if err := c.Node.ImportImages(ctx, tar); err != nil {
-			t.Fatal(err)
+		for i, ref := range refs {
+			tar := filepath.Join(t.TempDir(), fmt.Sprintf("%s-%d.tar", spec.Dir, i))
+			if err := oci.WriteIndexTarball(tar, ref, idx); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Node.ImportImages(ctx, tar); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	logf("controller and mock-node images built and imported: %s", time.Since(t0).Round(time.Millisecond))
 
-	// kind/install.sh, the script kind/up.sh runs on kind, installs both
-	// charts with their defaults and waits until they are Ready in-cluster:
-	// pod network, the kubernetes Service, the ServiceAccount token and CA
-	// the kubelet mounts.
+	// The README's install command, as written (helm on PATH, the chart's
+	// defaults), then one Job through it on the real node.
 	t1 := time.Now()
-	out, err := runInstallScript(ctx, root, c.Kubeconfig)
+	cmdline, out, err := runReadmeInstall(ctx, t, root, e.helm, c.Kubeconfig)
 	if err != nil {
-		t.Fatalf("kind/install.sh: %v\n%s", err, out)
+		t.Fatalf("README install `%s`: %v\n%s", cmdline, err, out)
 	}
-	logf("kind/install.sh: %s\n%s", time.Since(t1).Round(time.Millisecond), out)
+	logf("README install `%s`: %s\n%s", cmdline, time.Since(t1).Round(time.Millisecond), out)
 	cs, err := kubernetes.NewForConfig(c.RestConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dep, err := cs.AppsV1().Deployments(deploy.Namespace).Get(ctx, deploy.ReleaseName, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	available := slices.ContainsFunc(dep.Status.Conditions, func(c appsv1.DeploymentCondition) bool {
-		return c.Type == "Available" && c.Status == corev1.ConditionTrue
-	})
-	if !available {
-		t.Fatalf("Deployment not Available after helm --wait: %+v", dep.Status)
+	if err := wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		dep, err := cs.AppsV1().Deployments(deploy.Namespace).Get(ctx, deploy.ReleaseName, metav1.GetOptions{})
+		return err == nil && slices.ContainsFunc(dep.Status.Conditions, func(c appsv1.DeploymentCondition) bool {
+			return c.Type == "Available" && c.Status == corev1.ConditionTrue
+		}), nil
+	}); err != nil {
+		t.Fatalf("Deployment not Available 3 minutes after the README's install: %v", err)
 	}
 	pods, err := cs.CoreV1().Pods(deploy.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=sidecar-terminator"})
 	if err != nil || len(pods.Items) != 2 {
@@ -142,6 +150,20 @@ func TestChartOnLocalCluster(t *testing.T) {
 	}
 	cases.RunAndCheck(ctx, t, cl, js.Namespace, js.Name, 3*time.Minute, cases.Expect{Job: batchv1.JobComplete, Phase: corev1.PodSucceeded,
 		ExitCodes: map[string]int32{"main": 0, "proxy": 0}, CRRContainers: []string{"proxy"}, Event: true})
+
+	// kind/install.sh, the script kind/up.sh runs on kind: our chart again
+	// (an upgrade, with kind/values.yaml) and the mock virtual node's chart,
+	// both waited for in-cluster: pod network, the kubernetes Service, the
+	// ServiceAccount token and CA the kubelet mounts.
+	t2 := time.Now()
+	if out, err := runInstallScript(ctx, root, c.Kubeconfig); err != nil {
+		t.Fatalf("kind/install.sh: %v\n%s", err, out)
+	} else {
+		logf("kind/install.sh: %s\n%s", time.Since(t2).Round(time.Millisecond), out)
+	}
+	if err := waitLeader(ctx, cs); err != nil {
+		t.Fatal(err)
+	}
 
 	// The same kind of Job on the mock virtual node, in-cluster from its
 	// chart: stopped by an image swap, with no CRR.
