@@ -57,6 +57,7 @@ func JobFeatures() []features.Feature {
 		UnmarkedSidecarFeature(),
 		StopOrderFeature(),
 		NoStopOrderFeature(),
+		NearMissMarkFeature(),
 	}
 	out := make([]features.Feature, len(fs))
 	for i, f := range fs {
@@ -68,8 +69,23 @@ func JobFeatures() []features.Feature {
 // UnmarkedSidecarFeature: a sidecar without any mark is a main container
 // to the controller, so nothing is done and the pod keeps running.
 func UnmarkedSidecarFeature() *features.FeatureBuilder {
-	js := JobSpec{Name: "unmarked", RestartPolicy: never, Containers: []Container{Main("main", 1, 0), Sidecar("proxy", "exit:0", false)}}
-	return features.New("Unmarked sidecar: untouched, pod stays Running").
+	return untouchedFeature("Unmarked sidecar: untouched, pod stays Running", "unmarked", Sidecar("proxy", "exit:0", false), "")
+}
+
+// NearMissMarkFeature: a sidecar whose env name is one letter off
+// OpenKruise's mark is not marked either (nothing is stopped), but the pod
+// gets a NearMissMark Warning naming the mark meant.
+func NearMissMarkFeature() *features.FeatureBuilder {
+	typo := Sidecar("proxy", "exit:0", false).With("KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXT", "true")
+	return untouchedFeature("Near-miss mark: untouched, a Warning names the mark meant", "near-miss", typo, "NearMissMark")
+}
+
+// untouchedFeature: the pod's sidecar counts as a main container, so after
+// the main exits nothing is written and the pod keeps running; warning, if
+// set, is the reason of a Warning the pod must get.
+func untouchedFeature(title, name string, sidecar Container, warning string) *features.FeatureBuilder {
+	js := JobSpec{Name: name, RestartPolicy: never, Containers: []Container{Main("main", 1, 0), sidecar}}
+	return features.New(title).
 		WithLabel("type", "job").
 		Setup(createNamespaceAndJob(&js)).
 		Assess("nothing happens after the main exits", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
@@ -108,6 +124,11 @@ func UnmarkedSidecarFeature() *features.FeatureBuilder {
 			}
 			if evs, _ := PodEvents(ctx, cl.Kube, js.Namespace, obs.Pod.Name, ReasonSidecarTerminating); len(evs) > 0 {
 				t.Errorf("unexpected event %s", evs[0].Message)
+			}
+			if warning != "" {
+				if err := WaitForPodEvent(ctx, cl.Kube, obs.Pod, corev1.EventTypeWarning, warning, eventWait); err != nil {
+					t.Error(err)
+				}
 			}
 			j, err := cl.Kube.BatchV1().Jobs(js.Namespace).Get(ctx, js.Name, metav1.GetOptions{})
 			if err != nil {
