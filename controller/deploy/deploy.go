@@ -55,6 +55,29 @@ func Template(ctx context.Context, helm, chartDir, namespace string, args ...str
 	return Decode(out)
 }
 
+// DefaultControllerImage is the controller image the chart's default values
+// name, read from the chart rendered with them.
+func DefaultControllerImage(ctx context.Context, helm, repoRoot string) (string, error) {
+	objs, err := Template(ctx, helm, ChartDir(repoRoot), Namespace)
+	if err != nil {
+		return "", err
+	}
+	for _, o := range objs {
+		if o.GetKind() != "Deployment" {
+			continue
+		}
+		containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+		if len(containers) > 0 {
+			if c, ok := containers[0].(map[string]any); ok {
+				if image, ok := c["image"].(string); ok && image != "" {
+					return image, nil
+				}
+			}
+		}
+	}
+	return "", fmt.Errorf("no Deployment container image in the chart's default rendering")
+}
+
 // Decode splits a multi-document YAML stream into objects, skipping empty
 // documents.
 func Decode(data []byte) ([]*unstructured.Unstructured, error) {

@@ -82,7 +82,7 @@ func TestChartOnLocalCluster(t *testing.T) {
 		if spec.Dir == images.Controller.Dir {
 			// Also under the tag the chart's defaults name, which the
 			// README's install uses.
-			def, err := chartDefaultImage(ctx, e.helm, root)
+			def, err := deploy.DefaultControllerImage(ctx, e.helm, root)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -2,7 +2,6 @@ package chart
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,8 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/sidecar-terminator/sidecar-terminator/controller/deploy"
 )
@@ -63,29 +60,6 @@ func runReadmeInstall(ctx context.Context, t *testing.T, root, helm, kubeconfig 
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 	out, err := cmd.CombinedOutput()
 	return cmdline, out, err
-}
-
-// chartDefaultImage is the controller image the chart's default values
-// name, from the chart rendered with them.
-func chartDefaultImage(ctx context.Context, helm, root string) (string, error) {
-	objs, err := deploy.Template(ctx, helm, deploy.ChartDir(root), deploy.Namespace)
-	if err != nil {
-		return "", err
-	}
-	for _, o := range objs {
-		if o.GetKind() != "Deployment" {
-			continue
-		}
-		containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
-		if len(containers) > 0 {
-			if c, ok := containers[0].(map[string]any); ok {
-				if image, ok := c["image"].(string); ok {
-					return image, nil
-				}
-			}
-		}
-	}
-	return "", fmt.Errorf("no Deployment container image in the chart's default rendering")
 }
 
 func TestReadmeInstallCommandIsFound(t *testing.T) {

@@ -1,6 +1,6 @@
 // Command cluster brings the local real cluster up and down from the shell:
 //
-//	go run ./e2e/cmd/cluster up [--run-dir DIR] [--controller] [--no-kruise]
+//	go run ./e2e/cmd/cluster up [--run-dir DIR] [--controller] [--no-kruise] [--chart-images]
 //	go run ./e2e/cmd/cluster status [--run-dir DIR]
 //	go run ./e2e/cmd/cluster down [--run-dir DIR]
 //	go run ./e2e/cmd/cluster build
@@ -20,10 +20,16 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"syscall"
 	"time"
 
+	"github.com/sidecar-terminator/sidecar-terminator/controller/deploy"
 	"github.com/sidecar-terminator/sidecar-terminator/e2e/cluster"
+	"github.com/sidecar-terminator/sidecar-terminator/hack/repo"
+	"github.com/sidecar-terminator/sidecar-terminator/hack/toolbin"
+	"github.com/sidecar-terminator/sidecar-terminator/images"
+	"github.com/sidecar-terminator/sidecar-terminator/images/oci"
 )
 
 func main() {
@@ -34,13 +40,14 @@ func main() {
 	runDir := fs.String("run-dir", cluster.DefaultRunDir, "state directory: PID files, logs, kubeconfigs")
 	withController := fs.Bool("controller", false, "up: also build and start the sidecar-terminator controller with its own RBAC")
 	noKruise := fs.Bool("no-kruise", false, "up: skip OpenKruise (kruise-manager, kruise-daemon, CRDs)")
+	chartImages := fs.Bool("chart-images", false, "up: also build the controller image and import it under the tag the chart's defaults name, so the README's `helm install` runs as written")
 	_ = fs.Parse(os.Args[2:])
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 	var err error
 	switch os.Args[1] {
 	case "up":
-		err = up(ctx, *runDir, *withController, *noKruise)
+		err = up(ctx, *runDir, *withController, *noKruise, *chartImages)
 	case "down":
 		err = cluster.Down(*runDir)
 		if err == nil {
@@ -83,11 +90,19 @@ func build(ctx context.Context) error {
 	return nil
 }
 
-func up(ctx context.Context, runDir string, withController, noKruise bool) error {
+func up(ctx context.Context, runDir string, withController, noKruise, chartImages bool) error {
 	logf := func(format string, args ...any) { fmt.Fprintf(os.Stderr, "cluster up: "+format+"\n", args...) }
 	c, err := cluster.Up(ctx, cluster.UpOptions{RunDir: runDir, NoKruise: noKruise, Logf: logf})
 	if err != nil {
 		return err
+	}
+	if chartImages {
+		if err := importChartImage(ctx, c, logf); err != nil {
+			if stopErr := c.Stop(); stopErr != nil {
+				err = fmt.Errorf("%w (and stopping: %v)", err, stopErr)
+			}
+			return err
+		}
 	}
 	if withController {
 		if err := startController(ctx, c); err != nil {
@@ -99,6 +114,37 @@ func up(ctx context.Context, runDir string, withController, noKruise bool) error
 		logf("controller running: metrics %s, logs %s", c.Controller.MetricsURL, c.Controller.Process.LogPath)
 	}
 	fmt.Println(c.Kubeconfig)
+	return nil
+}
+
+// importChartImage builds the controller image for this machine and imports
+// it into the node under the reference the chart's defaults name.
+func importChartImage(ctx context.Context, c *cluster.Cluster, logf func(string, ...any)) error {
+	t0 := time.Now()
+	root, err := repo.Root()
+	if err != nil {
+		return err
+	}
+	helm, err := toolbin.Path(ctx, "helm")
+	if err != nil {
+		return err
+	}
+	ref, err := deploy.DefaultControllerImage(ctx, helm, root)
+	if err != nil {
+		return err
+	}
+	idx, err := oci.BuildIndex(ctx, root, images.Controller, []string{runtime.GOARCH})
+	if err != nil {
+		return err
+	}
+	tar := filepath.Join(c.RunDir, "controller-chart-image.tar")
+	if err := oci.WriteIndexTarball(tar, ref, idx); err != nil {
+		return err
+	}
+	if err := c.Node.ImportImages(ctx, tar); err != nil {
+		return err
+	}
+	logf("controller image imported as %s (the chart's default): %s", ref, time.Since(t0).Round(time.Millisecond))
 	return nil
 }
 
