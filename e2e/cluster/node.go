@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"time"
 
@@ -71,6 +72,13 @@ func StartNode(ctx context.Context, cp *ControlPlane, opts NodeOptions) (_ *Node
 	unlock, err := filelock.Acquire(ctx, HostLock)
 	if err != nil {
 		return nil, err
+	}
+	// The lock lives with the process that took it: a node started by
+	// `cluster up` keeps running after that command exits, unlocked. Its
+	// kube-proxy chain says it is there; say so before touching anything.
+	if exec.Command("iptables", "-t", "nat", "-n", "-L", APIServerChain).Run() == nil {
+		unlock()
+		return nil, fmt.Errorf("another local cluster's node runs on this host (iptables chain %s exists), e.g. one `make cluster-up` started; stop it first: make cluster-down, or go run ./e2e/cmd/cluster down --run-dir DIR", APIServerChain)
 	}
 	n := &Node{Name: opts.Name, RunDir: filepath.Join(cp.RunDir, "node"), cp: cp, unlock: unlock}
 	if n.host, err = RecordHostState(cp.RunDir); err != nil {
