@@ -148,8 +148,11 @@ func TestChartOnLocalCluster(t *testing.T) {
 	if _, err := cs.BatchV1().Jobs(js.Namespace).Create(ctx, js.Build(), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	cases.RunAndCheck(ctx, t, cl, js.Namespace, js.Name, 3*time.Minute, cases.Expect{Job: batchv1.JobComplete, Phase: corev1.PodSucceeded,
+	obs := cases.RunAndCheck(ctx, t, cl, js.Namespace, js.Name, 3*time.Minute, cases.Expect{Job: batchv1.JobComplete, Phase: corev1.PodSucceeded,
 		ExitCodes: map[string]int32{"main": 0, "proxy": 0}, CRRContainers: []string{"proxy"}, Event: true})
+	if obs.Pod != nil {
+		checkExplain(ctx, t, root, c.Kubeconfig, obs.Pod)
+	}
 
 	// kind/install.sh, the script kind/up.sh runs on kind: our chart again
 	// (an upgrade, with kind/values.yaml) and the mock virtual node's chart,
@@ -211,4 +214,28 @@ func runInstallScript(ctx context.Context, root, kubeconfig string) ([]byte, err
 	cmd := exec.CommandContext(ctx, "bash", filepath.Join(root, "kind", "install.sh"))
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
 	return cmd.CombinedOutput()
+}
+
+// checkExplain runs the chart NOTES' `sidecar-terminator explain -n NAMESPACE
+// POD` with the kubeconfig kubectl would use, for the finished pod: it must
+// read the release's settings from its Deployment and show the controller's
+// events on the pod.
+func checkExplain(ctx context.Context, t *testing.T, root, kubeconfig string, pod *corev1.Pod) {
+	t.Helper()
+	bin, err := cluster.BuildController(ctx, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, bin, "explain", "-n", pod.Namespace, pod.Name)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("explain: %v\n%s", err, out)
+	}
+	t.Logf("sidecar-terminator explain -n %s %s:\n%s", pod.Namespace, pod.Name, out)
+	for _, want := range []string{pod.Name, "from Deployment " + deploy.Namespace + "/" + deploy.ReleaseName, "Events from sidecar-terminator", "SidecarTerminating"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("explain output lacks %q", want)
+		}
+	}
 }
