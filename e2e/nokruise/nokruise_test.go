@@ -16,60 +16,22 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/sidecar-terminator/sidecar-terminator/e2e/cases"
 	"github.com/sidecar-terminator/sidecar-terminator/e2e/cluster"
-	"github.com/sidecar-terminator/sidecar-terminator/hack/repo"
+	"github.com/sidecar-terminator/sidecar-terminator/e2e/cluster/clustertest"
 	"github.com/sidecar-terminator/sidecar-terminator/images"
 )
 
 func TestDefaultQuickExitImageWithoutOpenKruise(t *testing.T) {
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("CI=true and the local cluster needs root")
-		}
-		t.Skip("SKIPPED, NOT PASSED: the local cluster needs root (kubelet, containerd, cgroups, network namespaces)")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	c, err := cluster.Up(ctx, cluster.UpOptions{NoKruise: true, Logf: func(f string, a ...any) { t.Logf("harness: "+f, a...) }})
-	if err != nil {
-		t.Fatalf("bring the cluster up: %v", err)
-	}
-	defer func() {
-		if dst := os.Getenv("E2E_LOGS_DIR"); dst != "" {
-			_ = c.SaveLogs(dst)
-		}
-		if err := c.Stop(); err != nil {
-			t.Errorf("tear down (something may be left behind): %v", err)
-		}
-	}()
-	root, err := repo.Root()
+	e := clustertest.Up(ctx, t, cluster.UpOptions{NoKruise: true})
+	ctl, err := e.StartController(ctx, e.Bin, "--default-quick-exit-image="+images.QuickExit.Ref)
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin, err := cluster.BuildController(ctx, root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.ApplyControllerRBAC(ctx, root); err != nil {
-		t.Fatal(err)
-	}
-	ctl, err := c.StartController(ctx, bin, "--default-quick-exit-image="+images.QuickExit.Ref)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kube, err := kubernetes.NewForConfig(c.RestConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dyn, err := dynamic.NewForConfig(c.RestConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl := cases.Clients{Kube: kube, Dynamic: dyn}
+	cl, kube := e.Clients, e.Clients.Kube
 	js := cases.JobSpec{Name: "plain-env", Namespace: "e2e-no-kruise", RestartPolicy: corev1.RestartPolicyNever,
 		Containers: []cases.Container{cases.Main("main", 2, 0), cases.Sidecar("proxy", "exit:0", true)}}
 	if err := cases.CreateNamespace(ctx, kube, js.Namespace); err != nil {

@@ -20,12 +20,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/sidecar-terminator/sidecar-terminator/e2e/cases"
 	"github.com/sidecar-terminator/sidecar-terminator/e2e/cluster"
-	"github.com/sidecar-terminator/sidecar-terminator/hack/repo"
+	"github.com/sidecar-terminator/sidecar-terminator/e2e/cluster/clustertest"
 )
 
 func job(ns, name string) cases.JobSpec {
@@ -38,47 +36,11 @@ func job(ns, name string) cases.JobSpec {
 // event and logs that it acts in the cluster; for the second Job it waits
 // for kruise's CRR, makes none of its own, and warns on the pod.
 func TestBesideKruisesSidecarTerminator(t *testing.T) {
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("CI=true and the local cluster needs root")
-		}
-		t.Skip("SKIPPED, NOT PASSED: the local cluster needs root (kubelet, containerd, cgroups, network namespaces)")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	logf := func(f string, a ...any) { t.Logf("harness: "+f, a...) }
-	c, err := cluster.Up(ctx, cluster.UpOptions{Logf: logf, Kruise: cluster.KruiseOptions{SidecarTerminator: true}})
-	if err != nil {
-		t.Fatalf("bring the cluster up: %v", err)
-	}
-	defer func() {
-		if dst := os.Getenv("E2E_LOGS_DIR"); dst != "" {
-			_ = c.SaveLogs(dst)
-		}
-		if err := c.Stop(); err != nil {
-			t.Errorf("tear down (something may be left behind): %v", err)
-		}
-	}()
-	root, err := repo.Root()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin, err := cluster.BuildController(ctx, root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.ApplyControllerRBAC(ctx, root); err != nil {
-		t.Fatal(err)
-	}
-	kube, err := kubernetes.NewForConfig(c.RestConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dyn, err := dynamic.NewForConfig(c.RestConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl := cases.Clients{Kube: kube, Dynamic: dyn}
+	e := clustertest.Up(ctx, t, cluster.UpOptions{Kruise: cluster.KruiseOptions{SidecarTerminator: true}})
+	c, bin, cl := e.Cluster, e.Bin, e.Clients
+	kube, dyn := cl.Kube, cl.Dynamic
 	// A namespace per Job: a watched run sees its namespace's pods.
 	const ns, ns2 = "kruise-alone", "both-terminators"
 	for _, n := range []string{ns, ns2} {
