@@ -38,7 +38,7 @@ type explainFlags struct {
 
 // settingFlags are the controller's flags that change a decision; explain
 // takes them from the running controller unless given on its command line.
-var settingFlags = []string{"virtual-node-selector", "quick-exit-image-allowlist", "crr-deadline",
+var settingFlags = []string{"virtual-node-selector", "quick-exit-image-allowlist", "default-quick-exit-image", "crr-deadline",
 	"crr-max-attempts", "crr-retry-backoff", "crr-ttl-after-finished"}
 
 func newExplainCommand() *cobra.Command {
@@ -69,6 +69,7 @@ controller's last events on the pod.`,
 	o := f.opts
 	fs.StringVar(&o.VirtualNodeSelector, "virtual-node-selector", o.VirtualNodeSelector, "Override the running controller's setting.")
 	fs.StringSliceVar(&o.QuickExitAllowlist, "quick-exit-image-allowlist", nil, "Override the running controller's setting.")
+	fs.StringVar(&o.DefaultQuickExitImage, "default-quick-exit-image", o.DefaultQuickExitImage, "Override the running controller's setting.")
 	fs.DurationVar(&o.CRRDeadline, "crr-deadline", o.CRRDeadline, "Override the running controller's setting.")
 	fs.IntVar(&o.CRRMaxAttempts, "crr-max-attempts", o.CRRMaxAttempts, "Override the running controller's setting.")
 	fs.DurationVar(&o.CRRRetryBackoff, "crr-retry-backoff", o.CRRRetryBackoff, "Override the running controller's setting.")
@@ -292,6 +293,8 @@ func applyOverrides(settings, given *Options, fs *pflag.FlagSet) {
 			settings.VirtualNodeSelector = given.VirtualNodeSelector
 		case "quick-exit-image-allowlist":
 			settings.QuickExitAllowlist = given.QuickExitAllowlist
+		case "default-quick-exit-image":
+			settings.DefaultQuickExitImage = given.DefaultQuickExitImage
 		case "crr-deadline":
 			settings.CRRDeadline = given.CRRDeadline
 		case "crr-max-attempts":
