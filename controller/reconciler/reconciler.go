@@ -191,35 +191,6 @@ func (r *Reconciler) Sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	}
 }
 
-// requeueAfter is when to look at the pod again: the plan's own wait, or the
-// expectation's timeout if a write is still unseen, whichever comes first,
-// so a write whose effect never reaches the cache is revisited even when
-// nothing else wakes the pod.
-func (r *Reconciler) requeueAfter(mem *podMemory, planned time.Duration, now time.Time) time.Duration {
-	if len(mem.pending) == 0 {
-		return planned
-	}
-	timeout := r.cfg.ExpectationTimeout - now.Sub(mem.since)
-	if timeout <= 0 {
-		timeout = time.Second
-	}
-	if planned == 0 || timeout < planned {
-		return timeout
-	}
-	return planned
-}
-
-func describePending(pending []expectation) []string {
-	out := make([]string, len(pending))
-	for i, e := range pending {
-		out[i] = string(e.action.Kind)
-		if e.action.CRRName != "" {
-			out[i] += " " + e.action.CRRName
-		}
-	}
-	return out
-}
-
 func (r *Reconciler) plan(pod *corev1.Pod, mem *podMemory, now time.Time) (decision.Plan, error) {
 	in, err := r.memoryInput(pod, mem, now)
 	if err != nil {
