@@ -262,6 +262,14 @@ type KruiseOptions struct {
 	// SidecarTerminator turns on OpenKruise's own SidecarTerminator, for
 	// the suite that checks what the controller does beside it.
 	SidecarTerminator bool
+	// NoDaemon starts kruise-manager alone: a node kruise-daemon does not
+	// serve, as a pool the DaemonSet excludes or a Fargate node is. The
+	// manager then makes the node's NodeImage at once rather than 30 s
+	// after the node turned ready (--nodeimage-creation-delay, default 30 s
+	// in pkg/controller/nodeimage/nodeimage_controller.go), so a suite
+	// waits only its controller's --kruise-daemon-grace for the node to
+	// show as daemon-less.
+	NoDaemon bool
 }
 
 // StartKruiseWith is StartKruise with options.
@@ -298,7 +306,7 @@ func StartKruiseWith(ctx context.Context, cp *ControlPlane, node *Node, o Kruise
 	// the admin kubeconfig rather than its own RBAC.
 	env := []string{"KUBECONFIG=" + cp.Kubeconfig, "POD_NAMESPACE=" + KruiseNamespace,
 		"WEBHOOK_HOST=127.0.0.1", "WEBHOOK_PORT=" + itoa(ports[0]), "WEBHOOK_CERT_DIR=" + filepath.Join(dir, "certs")}
-	mgr, err := startProcess(cp.RunDir, KruiseManager, bins[KruiseManager], []string{
+	args := []string{
 		"--enable-leader-election=false",
 		"--metrics-addr=127.0.0.1:" + itoa(ports[1]),
 		"--health-probe-addr=127.0.0.1:" + itoa(ports[2]),
@@ -308,7 +316,11 @@ func StartKruiseWith(ctx context.Context, cp *ControlPlane, node *Node, o Kruise
 		// The default 30 QPS throttles CRR handling in a burst of Jobs.
 		"--rest-config-qps=200", "--rest-config-burst=400",
 		"--v=1",
-	}, env)
+	}
+	if o.NoDaemon {
+		args = append(args, "--nodeimage-creation-delay=0s")
+	}
+	mgr, err := startProcess(cp.RunDir, KruiseManager, bins[KruiseManager], args, env)
 	if err != nil {
 		return err
 	}
@@ -316,6 +328,9 @@ func StartKruiseWith(ctx context.Context, cp *ControlPlane, node *Node, o Kruise
 	cp.kruiseHealth = "http://127.0.0.1:" + itoa(ports[2]) + "/readyz"
 	if err := cp.waitKruiseManager(ctx, mgr); err != nil {
 		return err
+	}
+	if o.NoDaemon {
+		return nil
 	}
 	return node.startKruiseDaemon(ctx, bins[KruiseDaemon], cp.Kubeconfig, ports[3])
 }
