@@ -25,8 +25,11 @@ import (
 //     only once its webhooks serve (webhook.WaitReady), and its webhook
 //     controller needs both webhook configurations to exist.
 //   - pkg/util/client/client.go (NewClientFromManager): each
-//     controller gets a client of its own, so the SidecarTerminator's writes
-//     have the whole QPS to themselves.
+//     controller gets a client of its own, and controller-runtime v0.20.2's
+//     client (pkg/client/client_rest_resources.go, apiutil.RESTClientForGVK)
+//     makes one REST client, with its own token bucket, per resource type:
+//     the SidecarTerminator's pod updates and its CRR creates each get the
+//     whole QPS and burst.
 //   - pkg/features/kruise_features.go: the SidecarTerminator gate is alpha and
 //     off by default.
 //   - pkg/controller/sidecarterminator/sidecar_terminator_controller.go: 3

@@ -339,9 +339,7 @@ func prepare(ctx context.Context, cp *cluster.ControlPlane, kube kubernetes.Inte
 	if err := cp.ApplyControllerRBAC(ctx, cfg.Root); err != nil {
 		return err
 	}
-	for name, labels := range map[string]map[string]string{
-		NormalNode: nil, VirtualNodePrefix + "1": {"type": "virtual-kubelet"}, VirtualNodePrefix + "2": {"type": "virtual-kubelet"},
-	} {
+	for name, labels := range benchNodes() {
 		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
 		if _, err := kube.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("create node %s: %w", name, err)
@@ -357,6 +355,15 @@ func prepare(ctx context.Context, cp *cluster.ControlPlane, kube kubernetes.Inte
 	cfg.Logf("%d background pods created in %s", cfg.BackgroundPods, time.Since(start).Round(time.Second))
 	b := &burst{kube: kube, run: "idle"}
 	return b.create(ctx, cfg.IdleJobPods)
+}
+
+// benchNodes are the bench's Node objects and their labels: one normal
+// node, two virtual ones labelled as OpenKruise knows a virtual kubelet.
+// None has a Ready condition (see kruise.go).
+func benchNodes() map[string]map[string]string {
+	return map[string]map[string]string{
+		NormalNode: nil, VirtualNodePrefix + "1": {"type": "virtual-kubelet"}, VirtualNodePrefix + "2": {"type": "virtual-kubelet"},
+	}
 }
 
 func startYardstick(ctx context.Context, kubeconfig, runDir string, cfg Config) (*exec.Cmd, error) {
