@@ -43,6 +43,10 @@ type Config struct {
 	// ExpectationTimeout is how long a write may stay unseen in the cache
 	// before the pod is decided afresh.
 	ExpectationTimeout time.Duration
+	// KruiseDaemonGrace is how long a node's NodeImage may exist without a
+	// status write by kruise-daemon before the node is taken to run none
+	// (kube/daemons.go holds the rule and why the default is what it is).
+	KruiseDaemonGrace time.Duration
 }
 
 // DefaultConfig is the production configuration.
@@ -52,6 +56,7 @@ func DefaultConfig() Config {
 		VirtualNodeSelector: labels.SelectorFromSet(labels.Set{"type": "virtual-kubelet"}),
 		CRRTTLAfterFinished: 30 * time.Minute,
 		ExpectationTimeout:  time.Minute,
+		KruiseDaemonGrace:   DefaultKruiseDaemonGrace,
 	}
 }
 
@@ -211,7 +216,7 @@ func (r *Reconciler) input(pod *corev1.Pod, now time.Time) (decision.Input, erro
 		in.Node.Found = true
 		in.Node.Virtual = r.cfg.VirtualNodeSelector != nil && r.cfg.VirtualNodeSelector.Matches(labels.Set(nodeLabels))
 		if d, ok := r.read.(DaemonReader); ok && !in.Node.Virtual {
-			in.Node.NoDaemon, in.Node.DaemonWhy = d.KruiseDaemon(pod.Spec.NodeName, now)
+			in.Node.NoDaemon, in.Node.DaemonWhy = d.KruiseDaemon(pod.Spec.NodeName, now, r.cfg.KruiseDaemonGrace)
 		}
 	}
 	if in.CRRAPI {

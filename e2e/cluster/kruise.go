@@ -262,6 +262,12 @@ type KruiseOptions struct {
 	// SidecarTerminator turns on OpenKruise's own SidecarTerminator, for
 	// the suite that checks what the controller does beside it.
 	SidecarTerminator bool
+	// NoDaemon starts kruise-manager alone: a node kruise-daemon does not
+	// serve, as a pool the DaemonSet excludes or a Fargate node is. The
+	// manager then makes the node's NodeImage at once (NodeImagesAtOnce),
+	// so a suite waits only its controller's --kruise-daemon-grace for the
+	// node to show as daemon-less.
+	NoDaemon bool
 }
 
 // StartKruiseWith is StartKruise with options.
@@ -271,8 +277,12 @@ func StartKruiseWith(ctx context.Context, cp *ControlPlane, node *Node, o Kruise
 		return err
 	}
 	// The default 30 QPS throttles CRR handling in a burst of Jobs.
-	if _, err := StartKruiseManager(ctx, cp, KruiseManagerOptions{SidecarTerminator: o.SidecarTerminator, QPS: 200, Burst: 400}); err != nil {
+	if _, err := StartKruiseManager(ctx, cp, KruiseManagerOptions{SidecarTerminator: o.SidecarTerminator, QPS: 200, Burst: 400,
+		NodeImagesAtOnce: o.NoDaemon}); err != nil {
 		return err
+	}
+	if o.NoDaemon {
+		return nil
 	}
 	ports, err := freePorts(1)
 	if err != nil {
@@ -291,6 +301,10 @@ type KruiseManagerOptions struct {
 	// system:masters), so that an audit log tells its requests apart from
 	// the admin's; empty runs it with the admin kubeconfig.
 	User string
+	// NodeImagesAtOnce makes a node's NodeImage as soon as the node is
+	// ready rather than 30 s later (--nodeimage-creation-delay=0s; the
+	// default is in pkg/controller/nodeimage/nodeimage_controller.go).
+	NodeImagesAtOnce bool
 }
 
 // KruiseManagerArgs are kruise-manager's flags for o, its listeners on the
@@ -310,6 +324,9 @@ func KruiseManagerArgs(o KruiseManagerOptions, metricsPort, healthPort int, prot
 	}
 	if o.Burst > 0 {
 		args = append(args, "--rest-config-burst="+itoa(o.Burst))
+	}
+	if o.NodeImagesAtOnce {
+		args = append(args, "--nodeimage-creation-delay=0s")
 	}
 	return args
 }
