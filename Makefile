@@ -51,7 +51,7 @@ clean: ## Remove build output.
 -include hack/tools.mk
 
 .PHONY: bench
-bench: ## Burst latency, writes per pod, memory and CPU vs the yardstick, on a real API server (writes e2e/bench/results/).
+bench: ## Burst latency, writes per pod, memory and CPU vs the yardstick and OpenKruise's SidecarTerminator, on a real API server (writes e2e/bench/results/).
 	$(GO) run ./e2e/cmd/bench $(BENCH_FLAGS)
 
 .PHONY: mutate

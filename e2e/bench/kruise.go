@@ -126,8 +126,8 @@ type KruiseColumn struct {
 	// background pods (its probe pod acted on), in its first burst.
 	RSSInitial int64 `json:"rssInitial"`
 	// WritesPerPod counts kruise-manager's mutating requests (events and
-	// leases aside) from the first main exit of each of its bursts until
-	// the burst's pods are deleted, per pod of those bursts.
+	// leases aside) from just before each of its bursts' pods are created
+	// until they are deleted, per pod of those bursts.
 	WritesPerPod float64  `json:"writesPerPod"`
 	WriteKinds   []string `json:"writeKinds"`
 	// P99Ratio is the median over the rounds of the controller's p99 over

@@ -64,8 +64,9 @@ func (r *Report) Markdown() string {
 		fmt.Fprintf(&b, "- p99 latency, controller / %s: **%.2f×** (median; rounds: %s)\n", k.Terminator, k.P99Ratio, strings.Join(rs, ", "))
 	}
 	fmt.Fprintf(&b, "- controller writes per terminated pod (audit log, events and leases aside): **%.2f** (%s)\n", r.WritesPerPod, strings.Join(r.WriteKinds, ", "))
+	fmt.Fprintf(&b, "- yardstick writes per terminated pod (the same): **%.2f** (%s)\n", r.YardstickWritesPerPod, strings.Join(r.YardstickWriteKinds, ", "))
 	for _, k := range r.Kruise {
-		fmt.Fprintf(&b, "- %s writes per terminated pod (audit log, events and leases aside, from the first main exit until the burst's pods are deleted): **%.2f** (%s)\n",
+		fmt.Fprintf(&b, "- %s writes per terminated pod (audit log, events and leases aside, from its bursts' pods created until deleted): **%.2f** (%s)\n",
 			k.Terminator, k.WritesPerPod, strings.Join(k.WriteKinds, ", "))
 	}
 	fmt.Fprintf(&b, "- SidecarTerminating events, of %d pods per burst: %s\n", r.Config.BurstPods, strings.Join(events, ", "))
@@ -105,12 +106,12 @@ func (r *Report) summary() string {
 			}
 		}
 		m := medianResult(rs)
-		writes, rss := "not counted", int64(0)
+		writes, rss := "", int64(0)
 		switch {
 		case i == 0:
 			writes, rss = fmt.Sprintf("%.2f", r.WritesPerPod), r.ControllerRSSInitial
 		case i == 1:
-			rss = r.YardstickRSSInitial // the yardstick writes as the bench's admin: not told apart
+			writes, rss = fmt.Sprintf("%.2f", r.YardstickWritesPerPod), r.YardstickRSSInitial
 		case i-2 < len(r.Kruise):
 			writes, rss = fmt.Sprintf("%.2f", r.Kruise[i-2].WritesPerPod), r.Kruise[i-2].RSSInitial
 		}

@@ -62,6 +62,10 @@ type Report struct {
 	ControllerHeapInitial int64    `json:"controllerHeapInitial"`
 	ControllerHeapAfter   int64    `json:"controllerHeapAfter"`
 	YardstickRSSInitial   int64    `json:"yardstickRSSInitial"`
+	// YardstickWritesPerPod counts the yardstick's mutating requests, as
+	// WritesPerPod the controller's (it runs as YardstickUser).
+	YardstickWritesPerPod float64  `json:"yardstickWritesPerPod"`
+	YardstickWriteKinds   []string `json:"yardstickWriteKinds"`
 	// RSSRatioAfter is the controller's RSS over the yardstick's after the
 	// last round's bursts.
 	RSSRatioAfter float64 `json:"rssRatioAfter"`
@@ -186,6 +190,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	rep.WritesPerPod = float64(len(writes)) / float64(cfg.BurstPods*len(rep.Rounds))
 	rep.WriteKinds = kinds(writes)
+	if writes, err = cluster.MutatingRequests(audit, YardstickUser); err != nil {
+		return nil, err
+	}
+	rep.YardstickWritesPerPod = float64(len(writes)) / float64(cfg.BurstPods*len(rep.Rounds))
+	rep.YardstickWriteKinds = kinds(writes)
 	return rep, nil
 }
 
@@ -254,7 +263,11 @@ func (w *world) controllerRound(ctx context.Context, rep *Report, round *Round, 
 
 // yardstickRound starts the yardstick, bursts it, and stops it.
 func (w *world) yardstickRound(ctx context.Context, rep *Report, round *Round, run string) error {
-	yard, err := startYardstick(ctx, w.cp.Kubeconfig, w.runDir, w.cfg)
+	kubeconfig, err := w.cp.UserKubeconfig("yardstick", YardstickUser, []string{"system:masters"})
+	if err != nil {
+		return err
+	}
+	yard, err := startYardstick(ctx, kubeconfig, w.runDir, w.cfg)
 	if err != nil {
 		return err
 	}
@@ -356,6 +369,10 @@ func prepare(ctx context.Context, cp *cluster.ControlPlane, kube kubernetes.Inte
 	b := &burst{kube: kube, run: "idle"}
 	return b.create(ctx, cfg.IdleJobPods)
 }
+
+// YardstickUser is the yardstick's identity, so that the audit log tells
+// its writes apart from the bench's own.
+const YardstickUser = "bench:yardstick"
 
 // benchNodes are the bench's Node objects and their labels: one normal
 // node, two virtual ones labelled as OpenKruise knows a virtual kubelet.

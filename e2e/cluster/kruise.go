@@ -370,7 +370,7 @@ func StartKruiseManager(ctx context.Context, cp *ControlPlane, o KruiseManagerOp
 	// system:masters rather than with its own RBAC.
 	kubeconfig := cp.Kubeconfig
 	if o.User != "" {
-		if kubeconfig, err = cp.componentKubeconfig(KruiseManager, o.User, []string{"system:masters"}); err != nil {
+		if kubeconfig, err = cp.UserKubeconfig(KruiseManager, o.User, []string{"system:masters"}); err != nil {
 			return nil, err
 		}
 	}
