@@ -110,7 +110,7 @@ func sortKeys(keys []cache.ObjectName) {
 // KruiseDaemon implements reconciler.DaemonReader: the simulated nodes exist
 // long before the run, so a node without kruise-daemon shows as one at once
 // (its NodeImage old and never written by a daemon).
-func (c *Cache) KruiseDaemon(node string, _ time.Time) (bool, string) {
+func (c *Cache) KruiseDaemon(node string, _ time.Time, _ time.Duration) (bool, string) {
 	if c.noDaemon[node] {
 		return true, "kruise-daemon never wrote the node's NodeImage"
 	}

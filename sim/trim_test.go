@@ -52,9 +52,9 @@ func (p *trimProbe) Pod(namespace, name string) (*corev1.Pod, error) {
 }
 
 // KruiseDaemon passes the cache's knowledge of the nodes' daemons through.
-func (p *trimProbe) KruiseDaemon(node string, now time.Time) (bool, string) {
+func (p *trimProbe) KruiseDaemon(node string, now time.Time, grace time.Duration) (bool, string) {
 	if d, ok := p.Reader.(reconciler.DaemonReader); ok {
-		return d.KruiseDaemon(node, now)
+		return d.KruiseDaemon(node, now, grace)
 	}
 	return false, ""
 }

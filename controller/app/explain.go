@@ -39,7 +39,7 @@ type explainFlags struct {
 // settingFlags are the controller's flags that change a decision; explain
 // takes them from the running controller unless given on its command line.
 var settingFlags = []string{"virtual-node-selector", "quick-exit-image-allowlist", "default-quick-exit-image", "crr-deadline",
-	"crr-max-attempts", "crr-retry-backoff", "crr-ttl-after-finished"}
+	"crr-max-attempts", "crr-retry-backoff", "crr-ttl-after-finished", "kruise-daemon-grace"}
 
 func newExplainCommand() *cobra.Command {
 	f := &explainFlags{opts: DefaultOptions()}
@@ -74,6 +74,7 @@ controller's last events on the pod.`,
 	fs.IntVar(&o.CRRMaxAttempts, "crr-max-attempts", o.CRRMaxAttempts, "Override the running controller's setting.")
 	fs.DurationVar(&o.CRRRetryBackoff, "crr-retry-backoff", o.CRRRetryBackoff, "Override the running controller's setting.")
 	fs.DurationVar(&o.CRRTTLAfterFinished, "crr-ttl-after-finished", o.CRRTTLAfterFinished, "Override the running controller's setting.")
+	fs.DurationVar(&o.KruiseDaemonGrace, "kruise-daemon-grace", o.KruiseDaemonGrace, "Override the running controller's setting.")
 	return cmd
 }
 
@@ -303,6 +304,8 @@ func applyOverrides(settings, given *Options, fs *pflag.FlagSet) {
 			settings.CRRRetryBackoff = given.CRRRetryBackoff
 		case "crr-ttl-after-finished":
 			settings.CRRTTLAfterFinished = given.CRRTTLAfterFinished
+		case "kruise-daemon-grace":
+			settings.KruiseDaemonGrace = given.KruiseDaemonGrace
 		}
 	}
 }

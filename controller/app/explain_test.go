@@ -130,7 +130,7 @@ func TestControllerSettings(t *testing.T) {
 // running controller's.
 func TestExplainFlagsOverrideOnlyWhenGiven(t *testing.T) {
 	cmd := newExplainCommand()
-	if err := cmd.Flags().Parse([]string{"--crr-deadline=2m", "--default-quick-exit-image=q.example/qe:1", "p"}); err != nil {
+	if err := cmd.Flags().Parse([]string{"--crr-deadline=2m", "--default-quick-exit-image=q.example/qe:1", "--kruise-daemon-grace=30s", "p"}); err != nil {
 		t.Fatal(err)
 	}
 	running, err := parseControllerArgs([]string{"--virtual-node-selector=kind=serverless", "--crr-deadline=90s"})
@@ -146,10 +146,14 @@ func TestExplainFlagsOverrideOnlyWhenGiven(t *testing.T) {
 	given = DefaultOptions()
 	given.CRRDeadline = 2 * time.Minute
 	given.DefaultQuickExitImage = "q.example/qe:1"
+	given.KruiseDaemonGrace = 30 * time.Second
 	given.VirtualNodeSelector = "must-not-apply=1"
 	applyOverrides(running, given, cmd.Flags())
 	if running.CRRDeadline != 2*time.Minute || running.VirtualNodeSelector != "kind=serverless" || running.DefaultQuickExitImage != "q.example/qe:1" {
 		t.Errorf("after overrides: deadline %s selector %q default image %q", running.CRRDeadline, running.VirtualNodeSelector, running.DefaultQuickExitImage)
+	}
+	if running.KruiseDaemonGrace != 30*time.Second {
+		t.Errorf("after overrides: kruise-daemon grace %s, want 30s", running.KruiseDaemonGrace)
 	}
 }
 

@@ -37,6 +37,7 @@ type Options struct {
 	CRRRetryBackoff        time.Duration
 	CRRTTLAfterFinished    time.Duration
 	SwapStartAllowance     time.Duration
+	KruiseDaemonGrace      time.Duration
 	Profiling              bool
 }
 
@@ -81,6 +82,7 @@ func DefaultOptions() *Options {
 		CRRDeadline:         p.CRRDeadline, CRRMaxAttempts: p.MaxCRRAttempts, CRRRetryBackoff: p.RetryBackoff,
 		CRRTTLAfterFinished: reconciler.DefaultConfig().CRRTTLAfterFinished,
 		SwapStartAllowance:  p.SwapStartAllowance,
+		KruiseDaemonGrace:   reconciler.DefaultKruiseDaemonGrace,
 	}
 }
 
@@ -107,6 +109,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.CRRRetryBackoff, "crr-retry-backoff", o.CRRRetryBackoff, "Wait before the second ContainerRecreateRequest; doubles each time.")
 	fs.DurationVar(&o.SwapStartAllowance, "swap-start-allowance", o.SwapStartAllowance, "Added to a pod's termination grace period: how long a sidecar swapped to its quick-exit image may take to terminate (pull and start included) before a Warning says why it has not.")
 	fs.DurationVar(&o.CRRTTLAfterFinished, "crr-ttl-after-finished", o.CRRTTLAfterFinished, "ttlSecondsAfterFinished written on each ContainerRecreateRequest.")
+	fs.DurationVar(&o.KruiseDaemonGrace, "kruise-daemon-grace", o.KruiseDaemonGrace, "How long a node's OpenKruise NodeImage may exist with no status written by kruise-daemon before the node is taken to run none: its pods then get the image swap (or a NoTerminationPath Warning), never a ContainerRecreateRequest.")
 }
 
 // defaultLeaseNamespace is the Lease's namespace when neither
@@ -155,6 +158,9 @@ func (o *Options) ReconcilerConfig() (reconciler.Config, error) {
 	if o.CRRTTLAfterFinished < time.Duration(o.CRRMaxAttempts)*o.CRRDeadline {
 		return cfg, fmt.Errorf("--crr-ttl-after-finished (%s) must outlast the attempts (%d × %s): retries count earlier CRRs", o.CRRTTLAfterFinished, o.CRRMaxAttempts, o.CRRDeadline)
 	}
+	if o.KruiseDaemonGrace <= 0 {
+		return cfg, fmt.Errorf("--kruise-daemon-grace (%s) must be positive: a node whose daemon has not yet written its NodeImage would be taken for one without", o.KruiseDaemonGrace)
+	}
 	if err := o.checkClientLimit(); err != nil {
 		return cfg, err
 	}
@@ -164,6 +170,7 @@ func (o *Options) ReconcilerConfig() (reconciler.Config, error) {
 	cfg.Policy.SwapStartAllowance = o.SwapStartAllowance
 	cfg.Policy.DefaultQuickExitImage = o.DefaultQuickExitImage
 	cfg.CRRTTLAfterFinished = o.CRRTTLAfterFinished
+	cfg.KruiseDaemonGrace = o.KruiseDaemonGrace
 	return cfg, nil
 }
 

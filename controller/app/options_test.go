@@ -5,6 +5,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/sidecar-terminator/sidecar-terminator/controller/reconciler"
 )
 
 // The shipped clients have no client-side rate limiter: client-go builds none
@@ -56,6 +61,35 @@ current-context: x
 		o.QPS, o.Burst = tc.qps, tc.burst
 		if _, err := o.ReconcilerConfig(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("qps %g burst %d: error %v, want one saying %q", tc.qps, tc.burst, err, tc.want)
+		}
+	}
+}
+
+// --kruise-daemon-grace reaches the reconciler's configuration, and a grace
+// of zero or less, which would take every node whose daemon has not yet
+// written its NodeImage for one without, is refused at start.
+func TestKruiseDaemonGraceFlag(t *testing.T) {
+	o := DefaultOptions()
+	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	if err := fs.Parse([]string{"--kruise-daemon-grace=25s"}); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := o.ReconcilerConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.KruiseDaemonGrace != 25*time.Second {
+		t.Errorf("reconciler grace %s, want 25s", cfg.KruiseDaemonGrace)
+	}
+	if d := DefaultOptions().KruiseDaemonGrace; d != reconciler.DefaultKruiseDaemonGrace {
+		t.Errorf("default grace %s, want %s", d, reconciler.DefaultKruiseDaemonGrace)
+	}
+	for _, bad := range []time.Duration{0, -time.Second} {
+		o := DefaultOptions()
+		o.KruiseDaemonGrace = bad
+		if _, err := o.ReconcilerConfig(); err == nil || !strings.Contains(err.Error(), "--kruise-daemon-grace") {
+			t.Errorf("grace %s: error %v, want one naming --kruise-daemon-grace", bad, err)
 		}
 	}
 }

@@ -28,8 +28,9 @@ import (
 //     write (managedFields, subresource "status").
 //
 // So a NodeImage whose status kruise-daemon has written says a daemon has
-// served the node; one that has existed for daemonGrace with no such write
-// says none runs there (a pool the DaemonSet excludes, a Fargate node, a
+// served the node; one that has existed for a grace (--kruise-daemon-grace,
+// reconciler.DefaultKruiseDaemonGrace says why 5 minutes) with no such
+// write says none runs there (a pool the DaemonSet excludes, a Fargate node, a
 // runtime the daemon cannot use). kruise's own image-pull controller draws
 // the same conclusion from a NodeImage it gets no answer for ("node has not
 // responded for a long time"). The daemon's pods are no signal: on this
@@ -44,14 +45,9 @@ var nodeImagesResource = schema.GroupVersionResource{Group: "apps.kruise.io", Ve
 // daemonManager is the field manager of kruise-daemon's writes.
 const daemonManager = "kruise-daemon"
 
-// daemonGrace is how long a NodeImage may exist before the daemon of its
-// node, if any, must have written its status: the NodeImage is made when
-// the node turns ready, the daemon writes within seconds of its start.
-const daemonGrace = 5 * time.Minute
-
 // KruiseDaemonFromNodeImage applies the rule above to a NodeImage's
-// metadata (nil: none for the node).
-func KruiseDaemonFromNodeImage(ni *metav1.ObjectMeta, now time.Time) (absent bool, why string) {
+// metadata (nil: none for the node), the daemon having had grace to write.
+func KruiseDaemonFromNodeImage(ni *metav1.ObjectMeta, now time.Time, grace time.Duration) (absent bool, why string) {
 	if ni == nil {
 		return false, "no NodeImage for the node, so not known; a CRR is tried"
 	}
@@ -65,10 +61,19 @@ func KruiseDaemonFromNodeImage(ni *metav1.ObjectMeta, now time.Time) (absent boo
 		}
 	}
 	age := now.Sub(ni.CreationTimestamp.Time)
-	if age < daemonGrace {
-		return false, fmt.Sprintf("the node's NodeImage is %s old and kruise-daemon has not written it yet; a CRR is tried", age.Round(time.Second))
+	if age < grace {
+		return false, fmt.Sprintf("the node's NodeImage is %s old and kruise-daemon has not written it yet (it has %s); a CRR is tried", age.Round(time.Second), grace)
 	}
-	return true, fmt.Sprintf("kruise-daemon never wrote the node's NodeImage, created %s ago; it writes it when it starts", age.Round(time.Minute))
+	return true, fmt.Sprintf("kruise-daemon never wrote the node's NodeImage, created %s ago (more than %s); it writes it when it starts", roundAge(age), grace)
+}
+
+// roundAge rounds an age for a message: to the minute once it is minutes
+// long, to the second below (a grace of seconds is an operator's choice).
+func roundAge(age time.Duration) time.Duration {
+	if age >= time.Minute {
+		return age.Round(time.Minute)
+	}
+	return age.Round(time.Second)
 }
 
 // keepDaemonWrite trims a NodeImage's metadata to what the rule reads: its
@@ -101,23 +106,23 @@ func (c *Caches) WatchNodeImages() error {
 }
 
 // KruiseDaemon implements reconciler.DaemonReader from the NodeImage cache.
-func (c *Caches) KruiseDaemon(node string, now time.Time) (bool, string) {
+func (c *Caches) KruiseDaemon(node string, now time.Time, grace time.Duration) (bool, string) {
 	if c.NodeImageInformer == nil {
 		return false, "OpenKruise's NodeImage API is not served, so not known; a CRR is tried"
 	}
 	obj, ok, err := c.NodeImageInformer.GetIndexer().GetByKey(node)
 	if err != nil || !ok {
-		return KruiseDaemonFromNodeImage(nil, now)
+		return KruiseDaemonFromNodeImage(nil, now, grace)
 	}
 	m, ok := obj.(*metav1.PartialObjectMetadata)
 	if !ok {
-		return KruiseDaemonFromNodeImage(nil, now)
+		return KruiseDaemonFromNodeImage(nil, now, grace)
 	}
-	return KruiseDaemonFromNodeImage(&m.ObjectMeta, now)
+	return KruiseDaemonFromNodeImage(&m.ObjectMeta, now, grace)
 }
 
 // KruiseDaemon implements reconciler.DaemonReader with one live read.
-func (l LiveReader) KruiseDaemon(node string, now time.Time) (bool, string) {
+func (l LiveReader) KruiseDaemon(node string, now time.Time, grace time.Duration) (bool, string) {
 	if l.Meta == nil {
 		return false, "not looked up"
 	}
@@ -126,11 +131,11 @@ func (l LiveReader) KruiseDaemon(node string, now time.Time) (bool, string) {
 	m, err := l.Meta.Resource(nodeImagesResource).Get(ctx, node, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
-		return KruiseDaemonFromNodeImage(nil, now)
+		return KruiseDaemonFromNodeImage(nil, now, grace)
 	case err != nil:
 		return false, fmt.Sprintf("its NodeImage could not be read (%v); a CRR is tried", err)
 	}
-	return KruiseDaemonFromNodeImage(&m.ObjectMeta, now)
+	return KruiseDaemonFromNodeImage(&m.ObjectMeta, now, grace)
 }
 
 // NodeImagesServed asks discovery whether apps.kruise.io/v1beta1 serves

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
 	"github.com/sidecar-terminator/sidecar-terminator/controller/podtest"
+	"github.com/sidecar-terminator/sidecar-terminator/controller/reconciler"
 )
 
 func nodeImage(name string, age time.Duration, now time.Time, managers ...metav1.ManagedFieldsEntry) *metav1.PartialObjectMetadata {
@@ -29,6 +30,7 @@ func TestKruiseDaemonFromNodeImage(t *testing.T) {
 	now := podtest.Epoch
 	for name, tc := range map[string]struct {
 		ni     *metav1.PartialObjectMetadata
+		grace  time.Duration // 0: the default
 		absent bool
 		why    string
 	}{
@@ -38,6 +40,10 @@ func TestKruiseDaemonFromNodeImage(t *testing.T) {
 		"old NodeImage never written by a daemon":  {ni: nodeImage("n", time.Hour, now, managerCreate), absent: true, why: "never wrote"},
 		"a spec write by kruise-daemon is not it":  {ni: nodeImage("n", time.Hour, now, metav1.ManagedFieldsEntry{Manager: "kruise-daemon"}), absent: true, why: "never wrote"},
 		"a status write by someone else is not it": {ni: nodeImage("n", time.Hour, now, metav1.ManagedFieldsEntry{Manager: "kruise-manager", Subresource: "status"}), absent: true, why: "never wrote"},
+		// --kruise-daemon-grace moves the line both ways.
+		"a shorter grace: absent sooner":       {ni: nodeImage("n", 30*time.Second, now, managerCreate), grace: 20 * time.Second, absent: true, why: "created 30s ago (more than 20s)"},
+		"a shorter grace, not yet passed":      {ni: nodeImage("n", 10*time.Second, now, managerCreate), grace: 20 * time.Second, why: "10s old"},
+		"a longer grace: still waiting at 1 h": {ni: nodeImage("n", time.Hour, now, managerCreate), grace: 2 * time.Hour, why: "not written it yet (it has 2h0m0s)"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var meta *metav1.ObjectMeta
@@ -45,7 +51,11 @@ func TestKruiseDaemonFromNodeImage(t *testing.T) {
 				trimmed, _ := keepDaemonWrite(tc.ni)
 				meta = &trimmed.(*metav1.PartialObjectMetadata).ObjectMeta
 			}
-			absent, why := KruiseDaemonFromNodeImage(meta, now)
+			grace := tc.grace
+			if grace == 0 {
+				grace = reconciler.DefaultKruiseDaemonGrace
+			}
+			absent, why := KruiseDaemonFromNodeImage(meta, now, grace)
 			if absent != tc.absent || !strings.Contains(why, tc.why) {
 				t.Errorf("absent %v (%s), want %v (%q)", absent, why, tc.absent, tc.why)
 			}
@@ -84,6 +94,42 @@ func TestSyncOnANodeWithoutDaemon(t *testing.T) {
 			events := strings.Join(f.drainEvents(), "\n")
 			if tc.warning != "" && (!strings.Contains(events, tc.warning) || !strings.Contains(events, "no kruise-daemon")) {
 				t.Fatalf("events %s, want a %s naming the missing daemon", events, tc.warning)
+			}
+		})
+	}
+}
+
+// The controller's grace (--kruise-daemon-grace, through reconciler.Config)
+// is the one the rule applies: a NodeImage 30 s old without a daemon's write
+// still gets a CRR under the default, the image swap under a 20 s grace.
+func TestSyncAppliesTheConfiguredDaemonGrace(t *testing.T) {
+	for name, tc := range map[string]struct {
+		grace  time.Duration
+		writes string
+	}{
+		"default grace: too early to tell, CRR": {grace: reconciler.DefaultKruiseDaemonGrace, writes: "create containerrecreaterequests"},
+		"20 s grace: no daemon, swapped":        {grace: 20 * time.Second, writes: "patch pods"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			pod := jobPod("job-g", podtest.Env(decision.EnvTerminate, "true"), podtest.Env(decision.EnvTerminateWithImage, quickExit)).
+				Namespace("default").Node("node-1").Build()
+			f := newFixture(t, []*corev1.Pod{pod}, normalNode)
+			if err := f.caches.WatchNodeImages(); err != nil {
+				t.Fatal(err)
+			}
+			ni, _ := keepDaemonWrite(nodeImage("node-1", 30*time.Second, f.clock.Now(), managerCreate))
+			if err := f.caches.NodeImageInformer.GetIndexer().Add(ni); err != nil {
+				t.Fatal(err)
+			}
+			cfg := reconciler.DefaultConfig()
+			cfg.KruiseDaemonGrace = tc.grace
+			f.rec = reconciler.New(cfg, f.caches, Writer{Client: f.client, Kruise: f.kruise}, f.events, f.metrics, f.clock)
+			var got []string
+			for _, w := range f.sync("job-g") {
+				got = append(got, w.GetVerb()+" "+w.GetResource().Resource)
+			}
+			if strings.Join(got, ",") != tc.writes {
+				t.Fatalf("writes %v, want %q", got, tc.writes)
 			}
 		})
 	}

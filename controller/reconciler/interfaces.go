@@ -50,9 +50,25 @@ type Recorder interface {
 // objects, whether a kruise-daemon serves a node (kube/daemons.go).
 type DaemonReader interface {
 	// KruiseDaemon reports whether the node is known to run no kruise-daemon
-	// at now, and how that is known either way (for explain and Warnings).
-	KruiseDaemon(node string, now time.Time) (absent bool, why string)
+	// at now, given how long a daemon may take to show itself (grace), and
+	// how that is known either way (for explain and Warnings).
+	KruiseDaemon(node string, now time.Time, grace time.Duration) (absent bool, why string)
 }
+
+// DefaultKruiseDaemonGrace is --kruise-daemon-grace's default. A daemon
+// that exists shows itself well within it (openkruise/kruise v1.9.1):
+// kruise-manager makes a node's NodeImage 30 s after the node turns ready
+// (pkg/controller/nodeimage/nodeimage_controller.go,
+// nodeImageCreationDelayAfterNodeReady), and kruise-daemon writes its status
+// as soon as it starts (pkg/daemon/imagepuller/imagepuller_controller.go),
+// so only the daemon's own pod start, an image pull on a new node at worst,
+// lies between. kruise itself gives a daemon one minute to answer a CRR
+// before failing it (pkg/controller/containerrecreaterequest/
+// crr_controller.go, responseTimeout); five leave room for a slow pull. Too
+// short a grace sends a pod on a new node to the image swap (or a Warning)
+// while its daemon is still starting; too long only delays the swap on a
+// node without one, by a failed CRR, for pods that finish that early.
+const DefaultKruiseDaemonGrace = 5 * time.Minute
 
 // CRRAPIRediscoverer is a Reader that can ask discovery again whether the
 // ContainerRecreateRequest API is served; the reconciler calls it when a CRR

@@ -43,6 +43,10 @@ type Config struct {
 	// ExpectationTimeout is how long a write may stay unseen in the cache
 	// before the pod is decided afresh.
 	ExpectationTimeout time.Duration
+	// KruiseDaemonGrace is how long a node's NodeImage may exist without a
+	// status write by kruise-daemon before the node is taken to run none
+	// (kube/daemons.go holds the rule and why the default is what it is).
+	KruiseDaemonGrace time.Duration
 }
 
 // DefaultConfig is the production configuration.
@@ -52,6 +56,7 @@ func DefaultConfig() Config {
 		VirtualNodeSelector: labels.SelectorFromSet(labels.Set{"type": "virtual-kubelet"}),
 		CRRTTLAfterFinished: 30 * time.Minute,
 		ExpectationTimeout:  time.Minute,
+		KruiseDaemonGrace:   DefaultKruiseDaemonGrace,
 	}
 }
 

@@ -69,6 +69,8 @@ type burstOptions struct {
 	deleteEvery int
 	// during runs beside the burst once the mains start exiting.
 	during func(ctx context.Context, b *burst)
+	// patience, if set, replaces the default wait after the last main exit.
+	patience time.Duration
 }
 
 func runBurst(ctx context.Context, kube kubernetes.Interface, kruise kruiseclient.Interface, run string, n int, pid int, logf func(string, ...any)) (BurstResult, error) {
@@ -116,7 +118,11 @@ func runBurstWith(ctx context.Context, kube kubernetes.Interface, kruise kruisec
 	res.ExitSpreadSeconds = time.Since(start).Seconds()
 	logf("%s: every main exited in %.1fs", run, res.ExitSpreadSeconds)
 
-	deadline := time.Now().Add(b.patience(n))
+	patience := b.patience(n)
+	if opts.patience > 0 {
+		patience = opts.patience
+	}
+	deadline := time.Now().Add(patience)
 	for time.Now().Before(deadline) {
 		b.mu.Lock()
 		done := len(b.doneAt) + len(b.deleted)

@@ -117,6 +117,7 @@ func runChaos(ctx context.Context, cfg Config, sc chaosScenario) (ChaosResult, e
 		return res, err
 	}
 	cfg.BackgroundPods, cfg.IdleJobPods = 0, 0
+	cfg.Kruise = false // the chaos runs are the controller's alone: the CRR API only
 	if err := prepare(ctx, w.cp, kube, cfg); err != nil {
 		return res, err
 	}

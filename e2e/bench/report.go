@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/sidecar-terminator/sidecar-terminator/controller/app"
+	"github.com/sidecar-terminator/sidecar-terminator/e2e/cluster"
 )
 
 // WriteFiles writes the report as JSON and as a Markdown table.
@@ -33,14 +35,15 @@ func WriteJSON(path string, v any) error {
 	return os.WriteFile(path, append(j, '\n'), 0o644)
 }
 
-// Markdown renders the report's table.
+// Markdown renders the report's tables.
 func (r *Report) Markdown() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Run %s on %s: %d rounds of a burst of %d pods (half CRR, half image swap) for each terminator, alternating which goes first; %d background pods, %d idle Job pods; %s.\n\n",
+	fmt.Fprintf(&b, "Run %s on %s: %d rounds of a burst of %d pods (half CRR, half image swap) for each terminator, rotating which goes first; %d background pods, %d idle Job pods; %s.\n\n",
 		r.Date, r.Machine, len(r.Rounds), r.Config.BurstPods, r.Config.BackgroundPods, r.Config.IdleJobPods, r.Config.settings())
-	fmt.Fprintf(&b, "| round | terminator | p50 | p90 | p99 | max | all Succeeded | mains' exits written in | not acted on | CPU s / 1000 pods | RSS after burst |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString(r.summary())
+	fmt.Fprintf(&b, "\nEvery burst:\n\n| round | terminator | p50 | p90 | p99 | max | all Succeeded | mains' exits written in | not acted on | CPU s / 1000 pods | RSS after burst |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for i, round := range r.Rounds {
-		for _, x := range []BurstResult{round.Controller, round.Yardstick} {
+		for _, x := range round.bursts() {
 			fmt.Fprintf(&b, "| %d | %s | %.2fs | %.2fs | %.2fs | %.2fs | %.1fs | %.1fs | %d | %.2f | %s |\n", i+1, x.Terminator, x.P50, x.P90, x.P99, x.Max,
 				x.AllSucceededSeconds, x.ExitSpreadSeconds, x.NotActedOn, x.CPUSecondsPer1000, mib(x.RSSBytesAfter))
 		}
@@ -51,29 +54,122 @@ func (r *Report) Markdown() string {
 		events = append(events, fmt.Sprintf("%d (last %.0fs after the first exit)", round.Events, round.EventsSeconds))
 	}
 	fmt.Fprintf(&b, "\n- p99 latency, controller / yardstick: **%.2f×** (median; rounds: %s)\n", r.P99Ratio, strings.Join(ratios, ", "))
+	for i, k := range r.Kruise {
+		var rs []string
+		for _, round := range r.Rounds {
+			if i < len(round.Kruise) && round.Kruise[i].P99 > 0 {
+				rs = append(rs, fmt.Sprintf("%.2f×", round.Controller.P99/round.Kruise[i].P99))
+			}
+		}
+		fmt.Fprintf(&b, "- p99 latency, controller / %s: **%.2f×** (median; rounds: %s)\n", k.Terminator, k.P99Ratio, strings.Join(rs, ", "))
+	}
 	fmt.Fprintf(&b, "- controller writes per terminated pod (audit log, events and leases aside): **%.2f** (%s)\n", r.WritesPerPod, strings.Join(r.WriteKinds, ", "))
+	fmt.Fprintf(&b, "- yardstick writes per terminated pod (the same): **%.2f** (%s)\n", r.YardstickWritesPerPod, strings.Join(r.YardstickWriteKinds, ", "))
+	for _, k := range r.Kruise {
+		fmt.Fprintf(&b, "- %s writes per terminated pod (audit log, events and leases aside, from its bursts' pods created until deleted): **%.2f** (%s)\n",
+			k.Terminator, k.WritesPerPod, strings.Join(k.WriteKinds, ", "))
+	}
 	fmt.Fprintf(&b, "- SidecarTerminating events, of %d pods per burst: %s\n", r.Config.BurstPods, strings.Join(events, ", "))
 	fmt.Fprintf(&b, "- controller memory with the background pods, after the initial list: RSS **%s**, Go heap %s; after its last burst: heap %s\n",
 		mib(r.ControllerRSSInitial), mib(r.ControllerHeapInitial), mib(r.ControllerHeapAfter))
-	fmt.Fprintf(&b, "- where the controller's time went during its first burst: %s\n", r.Rounds[0].Breakdown)
-	last := r.Rounds[len(r.Rounds)-1]
-	fmt.Fprintf(&b, "- yardstick RSS (untrimmed cache of every pod): %s after its initial list, %s after its last burst; controller / yardstick after the last bursts: **%.2f×**\n",
-		mib(r.YardstickRSSInitial), mib(last.Yardstick.RSSBytesAfter), r.RSSRatioAfter)
+	if len(r.Rounds) > 0 {
+		fmt.Fprintf(&b, "- where the controller's time went during its first burst: %s\n", r.Rounds[0].Breakdown)
+		last := r.Rounds[len(r.Rounds)-1]
+		fmt.Fprintf(&b, "- yardstick RSS (untrimmed cache of every pod): %s after its initial list, %s after its last burst; controller / yardstick after the last bursts: **%.2f×**\n",
+			mib(r.YardstickRSSInitial), mib(last.Yardstick.RSSBytesAfter), r.RSSRatioAfter)
+	}
+	for _, k := range r.Kruise {
+		fmt.Fprintf(&b, "- %s: kruise-manager (every controller of it, with its SidecarTerminator gate on and %d workers for it, as shipped) RSS %s once its caches hold every pod\n",
+			k.Terminator, kruiseWorkers, mib(k.RSSInitial))
+	}
 	return b.String()
 }
 
-// settings says how both terminators were run, and whether that is how the
+// bursts are the round's bursts in table order.
+func (round Round) bursts() []BurstResult {
+	return append([]BurstResult{round.Controller, round.Yardstick}, round.Kruise...)
+}
+
+// summary is one row per terminator: each figure's median over the rounds.
+func (r *Report) summary() string {
+	if len(r.Rounds) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Median over the rounds:\n\n| terminator | p50 | p90 | p99 | max | all Succeeded | not acted on (all rounds) | writes per pod | RSS after the initial list | RSS after last burst | CPU s / 1000 pods |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+	n := len(r.Rounds[0].bursts())
+	for i := 0; i < n; i++ {
+		var rs []BurstResult
+		for _, round := range r.Rounds {
+			if bs := round.bursts(); i < len(bs) {
+				rs = append(rs, bs[i])
+			}
+		}
+		m := medianResult(rs)
+		writes, rss := "", int64(0)
+		switch {
+		case i == 0:
+			writes, rss = fmt.Sprintf("%.2f", r.WritesPerPod), r.ControllerRSSInitial
+		case i == 1:
+			writes, rss = fmt.Sprintf("%.2f", r.YardstickWritesPerPod), r.YardstickRSSInitial
+		case i-2 < len(r.Kruise):
+			writes, rss = fmt.Sprintf("%.2f", r.Kruise[i-2].WritesPerPod), r.Kruise[i-2].RSSInitial
+		}
+		fmt.Fprintf(&b, "| %s | %.2fs | %.2fs | %.2fs | %.2fs | %.1fs | %d | %s | %s | %s | %.2f |\n", m.Terminator, m.P50, m.P90, m.P99, m.Max,
+			m.AllSucceededSeconds, m.NotActedOn, writes, mib(rss), mib(m.RSSBytesAfter), m.CPUSecondsPer1000)
+	}
+	return b.String()
+}
+
+// medianResult is each figure's median over rs, with NotActedOn summed.
+func medianResult(rs []BurstResult) BurstResult {
+	if len(rs) == 0 {
+		return BurstResult{}
+	}
+	med := func(f func(BurstResult) float64) float64 {
+		v := make([]float64, len(rs))
+		for i, x := range rs {
+			v[i] = f(x)
+		}
+		sort.Float64s(v)
+		return median(v)
+	}
+	out := BurstResult{Terminator: rs[0].Terminator, Pods: rs[0].Pods,
+		P50: med(func(x BurstResult) float64 { return x.P50 }), P90: med(func(x BurstResult) float64 { return x.P90 }),
+		P99: med(func(x BurstResult) float64 { return x.P99 }), Max: med(func(x BurstResult) float64 { return x.Max }),
+		AllSucceededSeconds: med(func(x BurstResult) float64 { return x.AllSucceededSeconds }),
+		CPUSecondsPer1000:   med(func(x BurstResult) float64 { return x.CPUSecondsPer1000 }),
+		RSSBytesAfter:       int64(med(func(x BurstResult) float64 { return float64(x.RSSBytesAfter) })),
+	}
+	for _, x := range rs {
+		out.NotActedOn += x.NotActedOn
+	}
+	return out
+}
+
+// settings says how the terminators were run, and whether that is how the
 // controller ships.
 func (c Config) settings() string {
 	limit := "no client-side rate limiter"
 	if c.QPS > 0 {
 		limit = fmt.Sprintf("client QPS %g, burst %d", c.QPS, c.Burst)
 	}
-	s := fmt.Sprintf("both terminators with %d workers and %s", c.Workers, limit)
+	s := fmt.Sprintf("the controller and the yardstick with %d workers and %s", c.Workers, limit)
 	if c.Workers == app.DefaultWorkers && c.QPS < 0 {
 		s += " (the controller's shipped defaults)"
 	} else {
 		s += " (NOT the controller's shipped defaults)"
+	}
+	for i, k := range c.kruiseSettings() {
+		if i == 0 {
+			s += fmt.Sprintf("; OpenKruise %s's SidecarTerminator (kruise-manager, gate on, its %d workers)", cluster.KruiseVersion, kruiseWorkers)
+		} else {
+			s += " and"
+		}
+		s += fmt.Sprintf(" at client QPS %d, burst %d", k.QPS, k.Burst)
+		if k.Shipped() {
+			s += " (as OpenKruise ships it)"
+		}
 	}
 	return s
 }

@@ -29,6 +29,12 @@ type Config struct {
 	Workers        int
 	QPS            float32
 	Burst          int
+	// Kruise adds OpenKruise's own SidecarTerminator (kruise-manager) to
+	// every round: at its shipped client limits, and at KruiseQPS and
+	// KruiseBurst when KruiseQPS > 0 (see kruise.go).
+	Kruise      bool
+	KruiseQPS   int
+	KruiseBurst int
 	// ProfileDir, when set, runs the controller with --profiling and keeps a
 	// CPU profile of the burst and heap profiles there.
 	ProfileDir string               `json:"-"`
@@ -56,16 +62,25 @@ type Report struct {
 	ControllerHeapInitial int64    `json:"controllerHeapInitial"`
 	ControllerHeapAfter   int64    `json:"controllerHeapAfter"`
 	YardstickRSSInitial   int64    `json:"yardstickRSSInitial"`
+	// YardstickWritesPerPod counts the yardstick's mutating requests, as
+	// WritesPerPod the controller's (it runs as YardstickUser).
+	YardstickWritesPerPod float64  `json:"yardstickWritesPerPod"`
+	YardstickWriteKinds   []string `json:"yardstickWriteKinds"`
 	// RSSRatioAfter is the controller's RSS over the yardstick's after the
 	// last round's bursts.
 	RSSRatioAfter float64 `json:"rssRatioAfter"`
+	// Kruise holds OpenKruise's columns, one per setting, in the order of
+	// each Round's Kruise.
+	Kruise []KruiseColumn `json:"kruise,omitempty"`
 }
 
 // Round is one burst of each terminator.
 type Round struct {
 	Controller BurstResult `json:"controller"`
 	Yardstick  BurstResult `json:"yardstick"`
-	P99Ratio   float64     `json:"p99Ratio"`
+	// Kruise is OpenKruise's bursts, one per Report.Kruise column.
+	Kruise   []BurstResult `json:"kruise,omitempty"`
+	P99Ratio float64       `json:"p99Ratio"`
 	// Breakdown is where the controller's time went during its burst.
 	Breakdown Breakdown `json:"controllerBreakdown"`
 	// Events is how many of the burst's pods got their SidecarTerminating
@@ -85,6 +100,7 @@ type world struct {
 	kube         kubernetes.Interface
 	kruise       kruiseclient.Interface
 	bin, runDir  string
+	audit        string // the API server's audit log
 	ctlArgs      []string
 	controllerOK bool // the controller has run once: initial memory is taken
 }
@@ -105,7 +121,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	defer cp.Stop()
-	w := &world{cfg: cfg, cp: cp, runDir: runDir}
+	w := &world{cfg: cfg, cp: cp, runDir: runDir, audit: audit}
 	if w.kube, w.kruise, err = clients(cp.RestConfig); err != nil {
 		return nil, err
 	}
@@ -120,17 +136,24 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		w.ctlArgs = append(w.ctlArgs, "--profiling")
 	}
 
+	for _, s := range cfg.kruiseSettings() {
+		rep.Kruise = append(rep.Kruise, KruiseColumn{Setting: s, Terminator: s.Name()})
+	}
+
 	var ratios []float64
+	kruiseRatios := make([][]float64, len(rep.Kruise))
 	for r := 1; r <= max(cfg.Rounds, 1); r++ {
-		var round Round
-		ctlRun := func() error { return w.controllerRound(ctx, rep, &round, fmt.Sprintf("ctl%d", r)) }
-		yardRun := func() error { return w.yardstickRound(ctx, rep, &round, fmt.Sprintf("yard%d", r)) }
-		order := []func() error{ctlRun, yardRun}
-		if r%2 == 0 {
-			order = []func() error{yardRun, ctlRun}
+		round := Round{Kruise: make([]BurstResult, len(rep.Kruise))}
+		bursts := []func() error{
+			func() error { return w.controllerRound(ctx, rep, &round, fmt.Sprintf("ctl%d", r)) },
+			func() error { return w.yardstickRound(ctx, rep, &round, fmt.Sprintf("yard%d", r)) },
 		}
-		for _, burst := range order {
-			if err := burst(); err != nil {
+		for i, s := range rep.Kruise {
+			run := fmt.Sprintf("kr%d-q%d", r, s.Setting.QPS)
+			bursts = append(bursts, func() error { return w.kruiseRound(ctx, rep, &round, i, run) })
+		}
+		for _, i := range rotation(len(bursts), r-1) {
+			if err := bursts[i](); err != nil {
 				return nil, fmt.Errorf("round %d: %w", r, err)
 			}
 		}
@@ -139,10 +162,23 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		logf("round %d: p99 controller %.2fs, yardstick %.2fs: %.2f×", r, round.Controller.P99, round.Yardstick.P99, round.P99Ratio)
 		ratios = append(ratios, round.P99Ratio)
+		for i, k := range round.Kruise {
+			logf("round %d: p99 %s %.2fs", r, k.Terminator, k.P99)
+			if k.P99 > 0 {
+				kruiseRatios[i] = append(kruiseRatios[i], round.Controller.P99/k.P99)
+			}
+		}
 		rep.Rounds = append(rep.Rounds, round)
 	}
 	sort.Float64s(ratios)
 	rep.P99Ratio = median(ratios)
+	for i := range rep.Kruise {
+		sort.Float64s(kruiseRatios[i])
+		col := &rep.Kruise[i]
+		col.P99Ratio = median(kruiseRatios[i])
+		col.WritesPerPod = float64(len(col.writes)) / float64(cfg.BurstPods*len(rep.Rounds))
+		col.WriteKinds = kinds(col.writes)
+	}
 	last := rep.Rounds[len(rep.Rounds)-1]
 	if last.Yardstick.RSSBytesAfter > 0 {
 		rep.RSSRatioAfter = float64(last.Controller.RSSBytesAfter) / float64(last.Yardstick.RSSBytesAfter)
@@ -154,6 +190,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	rep.WritesPerPod = float64(len(writes)) / float64(cfg.BurstPods*len(rep.Rounds))
 	rep.WriteKinds = kinds(writes)
+	if writes, err = cluster.MutatingRequests(audit, YardstickUser); err != nil {
+		return nil, err
+	}
+	rep.YardstickWritesPerPod = float64(len(writes)) / float64(cfg.BurstPods*len(rep.Rounds))
+	rep.YardstickWriteKinds = kinds(writes)
 	return rep, nil
 }
 
@@ -222,7 +263,11 @@ func (w *world) controllerRound(ctx context.Context, rep *Report, round *Round, 
 
 // yardstickRound starts the yardstick, bursts it, and stops it.
 func (w *world) yardstickRound(ctx context.Context, rep *Report, round *Round, run string) error {
-	yard, err := startYardstick(ctx, w.cp.Kubeconfig, w.runDir, w.cfg)
+	kubeconfig, err := w.cp.UserKubeconfig("yardstick", YardstickUser, []string{"system:masters"})
+	if err != nil {
+		return err
+	}
+	yard, err := startYardstick(ctx, kubeconfig, w.runDir, w.cfg)
 	if err != nil {
 		return err
 	}
@@ -255,6 +300,17 @@ func (w *world) clearRun(ctx context.Context, run string) error {
 	return nil
 }
 
+// rotation is the order in which a round runs its n bursts: each round
+// starts one further along, so that no terminator always meets the fuller
+// etcd or follows the same one. With two it alternates.
+func rotation(n, by int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = (i + by) % n
+	}
+	return out
+}
+
 func median(sorted []float64) float64 {
 	if len(sorted) == 0 {
 		return 0
@@ -285,7 +341,8 @@ func prepare(ctx context.Context, cp *cluster.ControlPlane, kube kubernetes.Inte
 	}
 	var crr []string
 	for _, f := range files {
-		if strings.Contains(filepath.Base(f), "containerrecreaterequests") {
+		// kruise-manager wants every kruise CRD; the others only the CRR's.
+		if cfg.Kruise || strings.Contains(filepath.Base(f), "containerrecreaterequests") {
 			crr = append(crr, f)
 		}
 	}
@@ -295,9 +352,7 @@ func prepare(ctx context.Context, cp *cluster.ControlPlane, kube kubernetes.Inte
 	if err := cp.ApplyControllerRBAC(ctx, cfg.Root); err != nil {
 		return err
 	}
-	for name, labels := range map[string]map[string]string{
-		NormalNode: nil, VirtualNodePrefix + "1": {"type": "virtual-kubelet"}, VirtualNodePrefix + "2": {"type": "virtual-kubelet"},
-	} {
+	for name, labels := range benchNodes() {
 		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
 		if _, err := kube.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("create node %s: %w", name, err)
@@ -313,6 +368,19 @@ func prepare(ctx context.Context, cp *cluster.ControlPlane, kube kubernetes.Inte
 	cfg.Logf("%d background pods created in %s", cfg.BackgroundPods, time.Since(start).Round(time.Second))
 	b := &burst{kube: kube, run: "idle"}
 	return b.create(ctx, cfg.IdleJobPods)
+}
+
+// YardstickUser is the yardstick's identity, so that the audit log tells
+// its writes apart from the bench's own.
+const YardstickUser = "bench:yardstick"
+
+// benchNodes are the bench's Node objects and their labels: one normal
+// node, two virtual ones labelled as OpenKruise knows a virtual kubelet.
+// None has a Ready condition (see kruise.go).
+func benchNodes() map[string]map[string]string {
+	return map[string]map[string]string{
+		NormalNode: nil, VirtualNodePrefix + "1": {"type": "virtual-kubelet"}, VirtualNodePrefix + "2": {"type": "virtual-kubelet"},
+	}
 }
 
 func startYardstick(ctx context.Context, kubeconfig, runDir string, cfg Config) (*exec.Cmd, error) {

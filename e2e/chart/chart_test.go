@@ -151,7 +151,7 @@ func TestChartOnLocalCluster(t *testing.T) {
 	obs := cases.RunAndCheck(ctx, t, cl, js.Namespace, js.Name, 3*time.Minute, cases.Expect{Job: batchv1.JobComplete, Phase: corev1.PodSucceeded,
 		ExitCodes: map[string]int32{"main": 0, "proxy": 0}, CRRContainers: []string{"proxy"}, Event: true})
 	if obs.Pod != nil {
-		checkExplain(ctx, t, root, c.Kubeconfig, obs.Pod)
+		checkNotes(ctx, t, root, c.Kubeconfig, out, obs.Pod)
 	}
 
 	// kind/install.sh, the script kind/up.sh runs on kind: our chart again
@@ -216,26 +216,78 @@ func runInstallScript(ctx context.Context, root, kubeconfig string) ([]byte, err
 	return cmd.CombinedOutput()
 }
 
-// checkExplain runs the chart NOTES' `sidecar-terminator explain -n NAMESPACE
-// POD` with the kubeconfig kubectl would use, for the finished pod: it must
-// read the release's settings from its Deployment and show the controller's
-// events on the pod.
-func checkExplain(ctx context.Context, t *testing.T, root, kubeconfig string, pod *corev1.Pod) {
+// checkNotes runs, verbatim, every command the chart's NOTES (as helm
+// printed them after the README's install) give a user: `kubectl rollout
+// status`, the binary's `sidecar-terminator explain` and `kubectl exec
+// deploy/... -- /sidecar-terminator explain`, with NAMESPACE and POD filled
+// in for the finished pod. On PATH: the kubectl of the cluster's own
+// Kubernetes build and the controller binary. Each explain must name the pod
+// and show the controller's event; the binary's must also read the release's
+// settings from its Deployment, the in-container one runs under the
+// controller's own ServiceAccount and flags.
+func checkNotes(ctx context.Context, t *testing.T, root, kubeconfig string, installOut []byte, pod *corev1.Pod) {
 	t.Helper()
-	bin, err := cluster.BuildController(ctx, root)
+	cmds := notesCommands(string(installOut))
+	if len(cmds) != 3 {
+		t.Fatalf("the NOTES printed by helm give %d commands, want 3 (rollout status, explain, exec explain): %q\n%s", len(cmds), cmds, installOut)
+	}
+	ctl, err := cluster.BuildController(ctx, root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.CommandContext(ctx, bin, "explain", "-n", pod.Namespace, pod.Name)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
-	out, err := cmd.CombinedOutput()
+	kb, err := cluster.KubernetesBinaries(ctx, cluster.Kubectl)
 	if err != nil {
-		t.Fatalf("explain: %v\n%s", err, out)
+		t.Fatal(err)
 	}
-	t.Logf("sidecar-terminator explain -n %s %s:\n%s", pod.Namespace, pod.Name, out)
-	for _, want := range []string{pod.Name, "from Deployment " + deploy.Namespace + "/" + deploy.ReleaseName, "Events from sidecar-terminator", "SidecarTerminating"} {
-		if !strings.Contains(string(out), want) {
-			t.Errorf("explain output lacks %q", want)
+	bin := t.TempDir()
+	for name, target := range map[string]string{"kubectl": kb[cluster.Kubectl], "sidecar-terminator": ctl} {
+		if err := os.Symlink(target, filepath.Join(bin, name)); err != nil {
+			t.Fatal(err)
 		}
 	}
+	for _, c := range cmds {
+		c = strings.ReplaceAll(c, "NAMESPACE POD", pod.Namespace+" "+pod.Name)
+		cmd := exec.CommandContext(ctx, "bash", "-c", c)
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Errorf("NOTES command `%s`: %v\n%s", c, err, out)
+			continue
+		}
+		t.Logf("NOTES command `%s`:\n%s", c, out)
+		var want []string
+		switch {
+		case strings.Contains(c, "rollout status"):
+			want = []string{"successfully rolled out"}
+		case strings.HasPrefix(c, "kubectl"):
+			want = []string{pod.Name, "from the controller process in this container", "Events from sidecar-terminator", "SidecarTerminating"}
+		default:
+			want = []string{pod.Name, "from Deployment " + deploy.Namespace + "/" + deploy.ReleaseName, "Events from sidecar-terminator", "SidecarTerminating"}
+		}
+		for _, w := range want {
+			if !strings.Contains(string(out), w) {
+				t.Errorf("`%s` output lacks %q", c, w)
+			}
+		}
+	}
+}
+
+// notesCommands returns the command lines of the NOTES section of helm's
+// output: the indented lines that start with kubectl or sidecar-terminator.
+func notesCommands(helmOut string) []string {
+	_, notes, ok := strings.Cut(helmOut, "NOTES:")
+	if !ok {
+		return nil
+	}
+	var cmds []string
+	for _, l := range strings.Split(notes, "\n") {
+		if !strings.HasPrefix(l, "  ") {
+			continue
+		}
+		l = strings.TrimSpace(l)
+		if strings.HasPrefix(l, "kubectl ") || strings.HasPrefix(l, "sidecar-terminator ") {
+			cmds = append(cmds, l)
+		}
+	}
+	return cmds
 }

@@ -29,13 +29,16 @@ const (
 	KubeScheduler         = "kube-scheduler"
 	Kubelet               = "kubelet"
 	KubeProxy             = "kube-proxy"
+	// Kubectl is not run by the cluster: it is there for the commands the
+	// chart's NOTES and the README give users (e2e/chart runs them).
+	Kubectl = "kubectl"
 )
 
 // AllKubernetesBinaries is every component the local cluster runs. A
 // build of any missing one builds all the missing ones in one `go build`,
 // so they share one module graph and one compilation of their common
 // packages.
-var AllKubernetesBinaries = []string{KubeAPIServer, KubeControllerManager, KubeScheduler, Kubelet, KubeProxy}
+var AllKubernetesBinaries = []string{KubeAPIServer, KubeControllerManager, KubeScheduler, Kubelet, KubeProxy, Kubectl}
 
 // KubernetesBinaries builds (once) and returns the paths of the named
 // Kubernetes components, e.g. KubernetesBinaries(ctx, KubeAPIServer). Any
@@ -191,9 +194,13 @@ func goBuild(ctx context.Context, dir, out string, args ...string) error {
 }
 
 // goEnv isolates builds from any go.work and from toolchain switching, which
-// would try to download a toolchain we may not be allowed to fetch.
+// would try to download a toolchain we may not be allowed to fetch. The
+// cluster's components build with Go's own cgo default, not with the
+// CGO_ENABLED=0 the Makefile sets for this module's code (the kubelet's
+// dependencies have cgo variants).
 func goEnv() []string {
-	return append(os.Environ(), "GOWORK=off", "GOTOOLCHAIN=local", "GOFLAGS=-buildvcs=false")
+	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "CGO_ENABLED=") })
+	return append(env, "GOWORK=off", "GOTOOLCHAIN=local", "GOFLAGS=-buildvcs=false")
 }
 
 func exitStderr(err error) string {

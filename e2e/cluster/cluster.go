@@ -22,7 +22,8 @@ type UpOptions struct {
 	RunDir string
 	// NoKruise skips kruise-manager and kruise-daemon (and the CRDs).
 	NoKruise bool
-	// Kruise: how OpenKruise runs (its own SidecarTerminator off by default).
+	// Kruise: how OpenKruise runs (its own SidecarTerminator off and
+	// kruise-daemon on by default).
 	Kruise KruiseOptions
 	// AuditLogPath as in Options.
 	AuditLogPath string
@@ -115,7 +116,11 @@ func Up(ctx context.Context, opts UpOptions) (_ *Cluster, err error) {
 		if err := StartKruiseWith(ctx, cp, c.Node, opts.Kruise); err != nil {
 			return nil, err
 		}
-		logf("kruise-manager and kruise-daemon ready: %s", time.Since(t3).Round(time.Millisecond))
+		what := "kruise-manager and kruise-daemon"
+		if opts.Kruise.NoDaemon {
+			what = "kruise-manager (no kruise-daemon)"
+		}
+		logf("%s ready: %s", what, time.Since(t3).Round(time.Millisecond))
 	}
 	logf("cluster up in %s; kubeconfig %s", time.Since(t0).Round(time.Millisecond), cp.Kubeconfig)
 	return c, nil

@@ -190,8 +190,19 @@ func (c *ControlPlane) startAPIServer(ctx context.Context, bin, etcdURL string) 
 	if err != nil {
 		return err
 	}
+	// The apiserver's own client certificate towards kubelets (exec, logs,
+	// port-forward): the kubelet authenticates x509 only.
+	kcert, kkey, err := c.PKI.issue("apiserver-kubelet-client", "kube-apiserver-kubelet-client", nil, nil)
+	if err != nil {
+		return err
+	}
 	args := []string{
 		"--etcd-servers=" + etcdURL,
+		"--kubelet-client-certificate=" + kcert, "--kubelet-client-key=" + kkey,
+		// Never the Hostname address (the node's name, looked up in DNS,
+		// off this host): the InternalIP, which KubeletChain sends to the
+		// kubelet on 127.0.0.1.
+		"--kubelet-preferred-address-types=InternalIP",
 		"--bind-address=127.0.0.1", "--advertise-address=" + advertise, "--secure-port=" + itoa(port),
 		"--cert-dir=" + filepath.Join(c.RunDir, "apiserver-certs"),
 		"--tls-cert-file=" + serving, "--tls-private-key-file=" + servingKey,

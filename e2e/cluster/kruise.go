@@ -262,6 +262,12 @@ type KruiseOptions struct {
 	// SidecarTerminator turns on OpenKruise's own SidecarTerminator, for
 	// the suite that checks what the controller does beside it.
 	SidecarTerminator bool
+	// NoDaemon starts kruise-manager alone: a node kruise-daemon does not
+	// serve, as a pool the DaemonSet excludes or a Fargate node is. The
+	// manager then makes the node's NodeImage at once (NodeImagesAtOnce),
+	// so a suite waits only its controller's --kruise-daemon-grace for the
+	// node to show as daemon-less.
+	NoDaemon bool
 }
 
 // StartKruiseWith is StartKruise with options.
@@ -270,54 +276,130 @@ func StartKruiseWith(ctx context.Context, cp *ControlPlane, node *Node, o Kruise
 	if err != nil {
 		return err
 	}
-	src, err := moduleDir(ctx, kruiseModule, KruiseVersion)
+	// The default 30 QPS throttles CRR handling in a burst of Jobs.
+	if _, err := StartKruiseManager(ctx, cp, KruiseManagerOptions{SidecarTerminator: o.SidecarTerminator, QPS: 200, Burst: 400,
+		NodeImagesAtOnce: o.NoDaemon}); err != nil {
+		return err
+	}
+	if o.NoDaemon {
+		return nil
+	}
+	ports, err := freePorts(1)
 	if err != nil {
 		return err
+	}
+	return node.startKruiseDaemon(ctx, bins[KruiseDaemon], cp.Kubeconfig, ports[0])
+}
+
+// KruiseManagerOptions say how StartKruiseManager runs kruise-manager.
+type KruiseManagerOptions struct {
+	SidecarTerminator bool
+	// QPS and Burst of its client (--rest-config-qps/--rest-config-burst);
+	// 0 leaves the flag out, so kruise-manager runs with its own default.
+	QPS, Burst int
+	// User, if set, is the identity kruise-manager runs as (a client cert in
+	// system:masters), so that an audit log tells its requests apart from
+	// the admin's; empty runs it with the admin kubeconfig.
+	User string
+	// NodeImagesAtOnce makes a node's NodeImage as soon as the node is
+	// ready rather than 30 s later (--nodeimage-creation-delay=0s; the
+	// default is in pkg/controller/nodeimage/nodeimage_controller.go).
+	NodeImagesAtOnce bool
+}
+
+// KruiseManagerArgs are kruise-manager's flags for o, its listeners on the
+// given ports of 127.0.0.1.
+func KruiseManagerArgs(o KruiseManagerOptions, metricsPort, healthPort int, protectionLog string) []string {
+	args := []string{
+		"--enable-leader-election=false",
+		"--metrics-addr=127.0.0.1:" + itoa(metricsPort),
+		"--health-probe-addr=127.0.0.1:" + itoa(healthPort),
+		"--enable-pprof=false",
+		fmt.Sprintf("--feature-gates=SidecarTerminator=%t", o.SidecarTerminator),
+		"--protection-log-path=" + protectionLog,
+		"--v=1",
+	}
+	if o.QPS > 0 {
+		args = append(args, "--rest-config-qps="+itoa(o.QPS))
+	}
+	if o.Burst > 0 {
+		args = append(args, "--rest-config-burst="+itoa(o.Burst))
+	}
+	if o.NodeImagesAtOnce {
+		args = append(args, "--nodeimage-creation-delay=0s")
+	}
+	return args
+}
+
+// StartKruiseManager starts kruise-manager alone (webhook on 127.0.0.1, no
+// kruise-daemon) and waits until it is ready. It registers kruise's webhook
+// configurations first, as kruise-manager needs them to exist; with
+// failurePolicy Fail they then hold every pod create and CRR create until
+// RemoveKruiseWebhookConfigs. The CRDs must already be installed. The
+// process is also stopped with the control plane.
+func StartKruiseManager(ctx context.Context, cp *ControlPlane, o KruiseManagerOptions) (*Process, error) {
+	bins, err := KruiseBinaries(ctx)
+	if err != nil {
+		return nil, err
+	}
+	src, err := moduleDir(ctx, kruiseModule, KruiseVersion)
+	if err != nil {
+		return nil, err
 	}
 	cs, err := kubernetes.NewForConfig(cp.RestConfig)
 	if err != nil {
-		return fmt.Errorf("admin client: %w", err)
+		return nil, fmt.Errorf("admin client: %w", err)
 	}
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: KruiseNamespace}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("create namespace %s: %w", KruiseNamespace, err)
+		return nil, fmt.Errorf("create namespace %s: %w", KruiseNamespace, err)
 	}
 	if err := installKruiseWebhookConfigs(ctx, cs, src); err != nil {
-		return err
+		return nil, err
 	}
-	ports, err := freePorts(4)
+	ports, err := freePorts(3)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	dir := filepath.Join(cp.RunDir, "kruise")
 	for _, d := range []string{filepath.Join(dir, "certs"), filepath.Join(dir, "protection-log")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
-			return fmt.Errorf("create %s: %w", d, err)
+			return nil, fmt.Errorf("create %s: %w", d, err)
 		}
 	}
-	// Kruise is infrastructure here, not what is under test: it runs with
-	// the admin kubeconfig rather than its own RBAC.
-	env := []string{"KUBECONFIG=" + cp.Kubeconfig, "POD_NAMESPACE=" + KruiseNamespace,
+	// Kruise is infrastructure here, not what is under test: it runs in
+	// system:masters rather than with its own RBAC.
+	kubeconfig := cp.Kubeconfig
+	if o.User != "" {
+		if kubeconfig, err = cp.UserKubeconfig(KruiseManager, o.User, []string{"system:masters"}); err != nil {
+			return nil, err
+		}
+	}
+	env := []string{"KUBECONFIG=" + kubeconfig, "POD_NAMESPACE=" + KruiseNamespace,
 		"WEBHOOK_HOST=127.0.0.1", "WEBHOOK_PORT=" + itoa(ports[0]), "WEBHOOK_CERT_DIR=" + filepath.Join(dir, "certs")}
-	mgr, err := startProcess(cp.RunDir, KruiseManager, bins[KruiseManager], []string{
-		"--enable-leader-election=false",
-		"--metrics-addr=127.0.0.1:" + itoa(ports[1]),
-		"--health-probe-addr=127.0.0.1:" + itoa(ports[2]),
-		"--enable-pprof=false",
-		fmt.Sprintf("--feature-gates=SidecarTerminator=%t", o.SidecarTerminator),
-		"--protection-log-path=" + filepath.Join(dir, "protection-log"),
-		// The default 30 QPS throttles CRR handling in a burst of Jobs.
-		"--rest-config-qps=200", "--rest-config-burst=400",
-		"--v=1",
-	}, env)
+	mgr, err := startProcess(cp.RunDir, KruiseManager, bins[KruiseManager],
+		KruiseManagerArgs(o, ports[1], ports[2], filepath.Join(dir, "protection-log")), env)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cp.procs = append(cp.procs, mgr)
 	cp.kruiseHealth = "http://127.0.0.1:" + itoa(ports[2]) + "/readyz"
 	if err := cp.waitKruiseManager(ctx, mgr); err != nil {
-		return err
+		return nil, err
 	}
-	return node.startKruiseDaemon(ctx, bins[KruiseDaemon], cp.Kubeconfig, ports[3])
+	return mgr, nil
+}
+
+// RemoveKruiseWebhookConfigs deletes kruise's two webhook configurations,
+// so that pod and CRR creates no longer wait on a kruise-manager that is
+// about to stop (their failurePolicy is Fail).
+func RemoveKruiseWebhookConfigs(ctx context.Context, cs kubernetes.Interface) error {
+	if err := cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(ctx, "kruise-mutating-webhook-configuration", metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete kruise's mutating webhook configuration: %w", err)
+	}
+	if err := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, "kruise-validating-webhook-configuration", metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete kruise's validating webhook configuration: %w", err)
+	}
+	return nil
 }
 
 // waitKruiseManager waits until kruise-manager is ready: its webhooks serve.

@@ -15,6 +15,12 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
+// UserKubeconfig writes a kubeconfig for user, in groups, with a client
+// certificate of its own, so that an audit log tells its requests apart.
+func (c *ControlPlane) UserKubeconfig(name, user string, groups []string) (string, error) {
+	return c.componentKubeconfig(name, user, groups)
+}
+
 // credentials of one kubeconfig user: a client certificate or a bearer token.
 type credentials struct {
 	certFile, keyFile string

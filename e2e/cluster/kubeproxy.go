@@ -119,6 +119,34 @@ func installAPIServerChain(server string) error {
 	return nil
 }
 
+// KubeletChain is the harness's nat chain for the apiserver's connections
+// to the kubelet (exec, logs, port-forward). The apiserver dials the Node's
+// InternalIP, which may not be loopback (the kubelet refuses a loopback
+// --node-ip), while the kubelet serves on 127.0.0.1 only; jumped to from nat
+// OUTPUT for that address and port alone, it translates them to 127.0.0.1.
+// Removed at `cluster down` with the other chains the harness adds (ours).
+const KubeletChain = "ST-KUBELET"
+
+func installKubeletChain(nodeIP string, port int) error {
+	if err := writeSysctl("net/ipv4/conf/all/route_localnet", "1"); err != nil {
+		return err
+	}
+	match := []string{"-d", nodeIP + "/32", "-p", "tcp", "--dport", itoa(port)}
+	cmds := [][]string{
+		{"-t", "nat", "-N", KubeletChain},
+		append(append([]string{"-t", "nat", "-A", KubeletChain}, match...),
+			"-m", "comment", "--comment", "sidecar-terminator local cluster: apiserver to the kubelet on 127.0.0.1",
+			"-j", "DNAT", "--to-destination", "127.0.0.1:"+itoa(port)),
+		append(append([]string{"-t", "nat", "-I", "OUTPUT", "1"}, match...), "-j", KubeletChain),
+	}
+	for _, c := range cmds {
+		if out, err := exec.Command("iptables", c...).CombinedOutput(); err != nil {
+			return fmt.Errorf("iptables %s: %w: %s", strings.Join(c, " "), err, out)
+		}
+	}
+	return nil
+}
+
 func sysctlPath(name string) string { return filepath.Join("/proc/sys", name) }
 
 func readSysctl(name string) (string, error) {

@@ -185,6 +185,9 @@ func (n *Node) startKubelet(ctx context.Context, bin string) error {
 		return err
 	}
 	n.procs = append(n.procs, p)
+	if err := installKubeletChain(nodeIP, ports[0]); err != nil {
+		return err
+	}
 	cs, err := kubernetes.NewForConfig(n.cp.RestConfig)
 	if err != nil {
 		return fmt.Errorf("admin client: %w", err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sidecar-terminator/sidecar-terminator/controller/app"
 	"github.com/sidecar-terminator/sidecar-terminator/e2e/bench"
+	"github.com/sidecar-terminator/sidecar-terminator/e2e/cluster"
 )
 
 func main() {
@@ -37,6 +38,9 @@ func main() {
 	fs.IntVar(&cfg.Workers, "workers", app.DefaultWorkers, "workers of both terminators (default: the controller's shipped default)")
 	qps := fs.Float64("qps", app.ClientLimitOff, "client QPS of both terminators; -1 (default, as shipped) is no client-side limiter")
 	fs.IntVar(&cfg.Burst, "burst", app.ClientLimitOff, "client burst of both terminators; unused with -qps=-1")
+	fs.BoolVar(&cfg.Kruise, "kruise", true, "also burst OpenKruise's own SidecarTerminator (kruise-manager "+cluster.KruiseVersion+", gate on): at its shipped client QPS and at -kruise-qps")
+	fs.IntVar(&cfg.KruiseQPS, "kruise-qps", 1000, "kruise-manager's raised client QPS for its second column; 0 runs it as shipped only")
+	fs.IntVar(&cfg.KruiseBurst, "kruise-burst", 2000, "kruise-manager's raised client burst (at least -kruise-qps)")
 	fs.StringVar(&cfg.ProfileDir, "profile-dir", "", "run the controller with --profiling and keep its CPU and heap profiles here")
 	out := fs.String("out", "e2e/bench/results", "directory for the results")
 	scenario := fs.String("scenario", "", "chaos: run only this scenario")

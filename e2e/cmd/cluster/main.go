@@ -113,6 +113,11 @@ func up(ctx context.Context, runDir string, withController, noKruise, chartImage
 		}
 		logf("controller running: metrics %s, logs %s", c.Controller.MetricsURL, c.Controller.Process.LogPath)
 	}
+	// The README's and the chart NOTES' commands want a kubectl; this
+	// machine may have none, so point at the one built with the cluster.
+	if kb, err := cluster.KubernetesBinaries(ctx, cluster.Kubectl); err == nil {
+		logf("kubectl %s: %s", cluster.KubernetesVersion, kb[cluster.Kubectl])
+	}
 	fmt.Println(c.Kubeconfig)
 	return nil
 }

@@ -1,0 +1,115 @@
+package bench
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/sidecar-terminator/sidecar-terminator/controller/app"
+)
+
+func burstOf(name string, p99, rss float64) BurstResult {
+	return BurstResult{Terminator: name, Pods: 10, P50: p99 / 4, P90: p99 / 2, P99: p99, Max: p99 + 1,
+		AllSucceededSeconds: p99 + 2, CPUSecondsPer1000: p99 / 10, RSSBytesAfter: int64(rss * (1 << 20))}
+}
+
+// threeColumns is a two-round report with the controller, the yardstick and
+// both OpenKruise columns.
+func threeColumns() *Report {
+	cfg := Config{BurstPods: 10, BackgroundPods: 100, IdleJobPods: 5, Rounds: 2, Workers: app.DefaultWorkers, QPS: app.ClientLimitOff,
+		Burst: app.ClientLimitOff, Kruise: true, KruiseQPS: 1000, KruiseBurst: 2000}
+	settings := cfg.kruiseSettings()
+	r := &Report{Date: "2026-11-23T09:00:00Z", Machine: "2 cores", Config: cfg, WritesPerPod: 1, WriteKinds: []string{"create containerrecreaterequests 201 ×10"},
+		ControllerRSSInitial: 20 << 20, YardstickRSSInitial: 30 << 20, YardstickWritesPerPod: 1}
+	for _, s := range settings {
+		r.Kruise = append(r.Kruise, KruiseColumn{Setting: s, Terminator: s.Name(), RSSInitial: 300 << 20, WritesPerPod: 1.5,
+			WriteKinds: []string{"update pods 200 ×5"}})
+	}
+	for i, f := range []float64{1, 3} {
+		r.Rounds = append(r.Rounds, Round{
+			Controller: burstOf("sidecar-terminator", f, 25),
+			Yardstick:  burstOf("yardstick", f/2, 35),
+			Kruise:     []BurstResult{burstOf(settings[0].Name(), 10*f, 400), burstOf(settings[1].Name(), 4*f, 410)},
+			P99Ratio:   2,
+		})
+		r.Rounds[i].Kruise[0].NotActedOn = i + 1
+	}
+	r.P99Ratio, r.Kruise[0].P99Ratio, r.Kruise[1].P99Ratio = 2, 0.1, 0.25
+	return r
+}
+
+func TestMarkdownHasThreeTerminators(t *testing.T) {
+	md := threeColumns().Markdown()
+	for _, want := range []string{
+		// the summary: each figure the median of its two rounds
+		"| sidecar-terminator | 0.50s | 1.00s | 2.00s | 3.00s | 4.0s | 0 | 1.00 | 20.0 MiB | 25.0 MiB | 0.20 |",
+		"| yardstick | 0.25s | 0.50s | 1.00s | 2.00s | 3.0s | 0 | 1.00 | 30.0 MiB | 35.0 MiB | 0.10 |",
+		"| OpenKruise v1.9.1, as shipped (QPS 30) | 5.00s | 10.00s | 20.00s | 21.00s | 22.0s | 3 | 1.50 | 300.0 MiB | 400.0 MiB | 2.00 |",
+		"| OpenKruise v1.9.1, QPS 1000 | 2.00s | 4.00s | 8.00s | 9.00s | 10.0s | 0 | 1.50 | 300.0 MiB | 410.0 MiB | 0.80 |",
+		// every burst
+		"| 2 | OpenKruise v1.9.1, as shipped (QPS 30) | 7.50s | 15.00s | 30.00s | 31.00s | 32.0s | 0.0s | 2 | 3.00 | 400.0 MiB |",
+		"- p99 latency, controller / OpenKruise v1.9.1, as shipped (QPS 30): **0.10×** (median; rounds: 0.10×, 0.10×)",
+		"- p99 latency, controller / OpenKruise v1.9.1, QPS 1000: **0.25×** (median; rounds: 0.25×, 0.25×)",
+		"OpenKruise v1.9.1, QPS 1000 writes per terminated pod", "**1.50** (update pods 200 ×5)",
+		"the controller and the yardstick with 32 workers and no client-side rate limiter (the controller's shipped defaults)",
+		"at client QPS 30, burst 50 (as OpenKruise ships it) and at client QPS 1000, burst 2000",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
+}
+
+func TestMarkdownWithoutKruise(t *testing.T) {
+	r := threeColumns()
+	r.Config.Kruise, r.Kruise = false, nil
+	for i := range r.Rounds {
+		r.Rounds[i].Kruise = nil
+	}
+	md := r.Markdown()
+	if strings.Contains(md, "OpenKruise") {
+		t.Errorf("a run without -kruise names OpenKruise:\n%s", md)
+	}
+	if !strings.Contains(md, "| sidecar-terminator |") || !strings.Contains(md, "| yardstick |") {
+		t.Errorf("summary lacks the two terminators:\n%s", md)
+	}
+}
+
+// TestReportJSONCarriesKruise: the results file holds kruise's columns and
+// each round's kruise bursts.
+func TestReportJSONCarriesKruise(t *testing.T) {
+	j, err := json.Marshal(threeColumns())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back struct {
+		Config struct{ Kruise bool }
+		Kruise []struct {
+			Terminator   string
+			Setting      struct{ QPS, Burst int }
+			WritesPerPod float64
+			RSSInitial   int64
+		}
+		Rounds []struct{ Kruise []struct{ Terminator string } }
+	}
+	if err := json.Unmarshal(j, &back); err != nil {
+		t.Fatal(err)
+	}
+	if !back.Config.Kruise || len(back.Kruise) != 2 || back.Kruise[0].Setting.QPS != KruiseShippedQPS || back.Kruise[1].Setting.QPS != 1000 ||
+		back.Kruise[1].WritesPerPod != 1.5 || back.Kruise[0].RSSInitial != 300<<20 {
+		t.Errorf("kruise columns in JSON: %+v", back.Kruise)
+	}
+	if len(back.Rounds) != 2 || len(back.Rounds[1].Kruise) != 2 || back.Rounds[1].Kruise[1].Terminator != back.Kruise[1].Terminator {
+		t.Errorf("rounds in JSON: %+v", back.Rounds)
+	}
+}
+
+func TestMedianResult(t *testing.T) {
+	m := medianResult([]BurstResult{burstOf("x", 1, 10), burstOf("x", 5, 30), burstOf("x", 2, 20)})
+	if m.P99 != 2 || m.RSSBytesAfter != 20<<20 || m.Terminator != "x" {
+		t.Errorf("median %+v", m)
+	}
+	if (medianResult(nil) != BurstResult{}) {
+		t.Error("no rounds: not empty")
+	}
+}
