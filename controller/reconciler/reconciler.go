@@ -201,7 +201,10 @@ func (r *Reconciler) Sync(ctx context.Context, key cache.ObjectName) (time.Durat
 			continue
 		}
 		if refused {
-			return r.cfg.Policy.RetryBackoff, nil
+			// Passes capped: only a retry backoff shorter than the sync itself
+			// (--crr-retry-backoff=0) gets here. Zero would mean "never look
+			// again"; a second does not.
+			return max(r.cfg.Policy.RetryBackoff, time.Second), nil
 		}
 		if plan.Verdict == decision.VerdictIgnored {
 			r.forget(key)
