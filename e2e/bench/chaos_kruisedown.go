@@ -173,7 +173,8 @@ func (kd *kruiseDown) check(ctx context.Context, w *chaosWorld, res *ChaosResult
 	refusedPods, refusedSwap, refusedCRR, badSwap, badCRR := o.refused, o.swap, o.crr, o.badSwap, o.badCRR
 	res.Figures = map[string]float64{"pods": float64(len(pods.Items)), "completed": float64(o.completed),
 		"outageSeconds": to.Sub(from).Seconds(), "podsRefused": float64(len(refusedPods)),
-		"refusedWithImage": float64(refusedSwap), "refusedCRROnly": float64(refusedCRR), "writesDuringOutage": float64(outageWrites)}
+		"refusedWithImage": float64(refusedSwap), "refusedCRROnly": float64(refusedCRR), "writesDuringOutage": float64(outageWrites),
+		"writes": float64(len(timed)), "writesPerPod": float64(len(timed)) / float64(max(1, len(pods.Items))), "refusedCreates": float64(refusedCreates(per))}
 	if len(refusedPods) == 0 {
 		fail("no CRR create was refused: the outage hit no pod")
 		return
@@ -231,6 +232,14 @@ func outcomes(pods []corev1.Pod, per map[string]*podWrites) refusalOutcomes {
 		}
 	}
 	return o
+}
+
+func refusedCreates(per map[string]*podWrites) int {
+	n := 0
+	for _, pw := range per {
+		n += pw.refused
+	}
+	return n
 }
 
 // writesPerPod sorts the controller's CRR creates and pod patches by pod,
