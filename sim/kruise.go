@@ -68,6 +68,7 @@ func (w *World) admitCRR(in *kruisev1alpha1.ContainerRecreateRequest) (*kruisev1
 		w.s.after(2*time.Second, func() { w.gcCRRs(owner) })
 	}
 	w.s.check.crrCounted(crr, e)
+	w.s.check.crrCreated(crr, e)
 	w.s.crrCreated(crr, e)
 	w.s.check.besideKruise(crr, e)
 	return crr, e, nil

@@ -64,3 +64,34 @@ func TestBoundMessageAndQuote(t *testing.T) {
 		t.Errorf("Quote(short) = %s", q)
 	}
 }
+
+// Quote keeps a value of exactly QuotedPrefixLen bytes whole and cuts one
+// byte longer: the bound is inclusive.
+func TestQuoteAtTheBound(t *testing.T) {
+	at := strings.Repeat("a", QuotedPrefixLen)
+	if q := Quote(at); q != `"`+at+`"` {
+		t.Errorf("Quote(%d bytes) = %s, want it whole", len(at), q)
+	}
+	if q := Quote(at + "b"); q != `"`+at+`"...` {
+		t.Errorf("Quote(%d bytes) = %s, want the first %d and ...", len(at)+1, q, QuotedPrefixLen)
+	}
+}
+
+// The Warning for an unusable mark value says what was found: the literal
+// value quoted, or that it came from a valueFrom.
+func TestInvalidMarkValueIsDescribed(t *testing.T) {
+	for name, tc := range map[string]struct {
+		opt  podtest.Option
+		want string
+	}{
+		"literal":   {opt: podtest.Env(EnvTerminate, "yes"), want: `got "yes";`},
+		"valueFrom": {opt: podtest.EnvFrom(EnvTerminate, "metadata.name"), want: "got a valueFrom;"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, problems := Classify(podtest.Pod("p").Container("main", exited(0)).Container("log", tc.opt).Build(), DefaultPolicy())
+			if len(problems) != 1 || problems[0].Reason != ReasonInvalidSidecarEnv || !strings.Contains(problems[0].Message, tc.want) {
+				t.Errorf("problems %+v, want one %s saying %q", problems, ReasonInvalidSidecarEnv, tc.want)
+			}
+		})
+	}
+}

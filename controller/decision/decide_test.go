@@ -398,6 +398,14 @@ func TestDecide(t *testing.T) {
 			crrs: []CRR{{Name: "c1", Attempt: 1, Containers: []string{"log"}, Phase: "Completed", Created: exitAt, Completed: exitAt}},
 			want: want{verdict: VerdictNoPath, problems: []string{ReasonSidecarKillFailed, ReasonNoTerminationPath}, failed: []string{"log"}, requeue: 10 * time.Second},
 		},
+		"the retry's attempt recorded on the pod while that CRR is in flight: wait for it, no third CRR": {
+			pod: podtest.Pod("p").Annotate(AnnotationCRRAttempts, AttemptsMark(0, 2)).Container("main", exited(0)).Container("log", markCRR).Build(),
+			crrs: []CRR{
+				{Name: "c1", Attempt: 1, Containers: []string{"log"}, Phase: "Completed", Created: t0, Completed: t0},
+				{Name: "c2", Attempt: 2, Containers: []string{"log"}, Phase: "Recreating", Created: exitAt},
+			},
+			want: want{verdict: VerdictInProgress, requeue: time.Minute},
+		},
 		"attempts used up: give up with a Warning": {
 			pod: podtest.Pod("p").Container("main", exited(0)).Container("log", markCRR).Build(),
 			crrs: []CRR{

@@ -30,11 +30,7 @@ func (p Plan) kill(in Input, targets []Container) Plan {
 	var deadline time.Time
 	inFlight := false
 	if latest != nil {
-		d := latest.Deadline
-		if d <= 0 {
-			d = CRRDeadline(in.Pod, in.Policy)
-		}
-		deadline = latest.Created.Add(d)
+		deadline = latest.deadlineAt(in)
 		inFlight = !latest.Finished() && in.Now.Before(deadline)
 	}
 

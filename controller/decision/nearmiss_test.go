@@ -20,6 +20,8 @@ func TestNearMissNames(t *testing.T) {
 		{name: "KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT_WITH_IMAG", want: EnvTerminateWithImage},
 		{name: "KRUISE_TERMINATE_SIDECARS_IGNORE_EXITCODE", want: EnvIgnoreExitCode},
 		{name: EnvTerminate}, {name: EnvTerminateWithImage}, {name: EnvIgnoreExitCode},
+		{name: "KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXITXYZ", want: EnvTerminate}, // exactly maxMarkEdits (3) away: still a near miss
+		{name: "KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT_XYZ"},                    // 4 away: not
 		{name: "PATH"}, {name: "HTTP_PROXY"}, {name: "KRUISE_TERMINATE"}, {name: "TERMINATE_SIDECAR_WHEN_JOB_EXIT"},
 		{name: "sidecar-terminator.io/sidecar", want: AnnotationSidecars, annotation: true},
 		{name: "sidecar-terminater.io/sidecars", want: AnnotationSidecars, annotation: true},

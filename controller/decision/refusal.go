@@ -19,6 +19,9 @@ type Refusal struct {
 	// Attempt is the CRR attempt that was refused; the CRR was not created,
 	// so the retry keeps its number (and its deterministic name).
 	Attempt int
+	// CRRName is the CRR the write was for: the one a refused deletion
+	// leaves in place, or the one a refused create did not make.
+	CRRName string
 	// Code is the HTTP status (0 when no answer came: a timeout, a broken
 	// connection); Reason is the API's StatusReason where it gave one.
 	Code   int32

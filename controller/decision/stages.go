@@ -76,6 +76,16 @@ func (p Plan) killInOrder(in Input, sidecars, regular []Container) Plan {
 	for _, c := range in.CRRs {
 		reached = max(reached, c.Stage)
 	}
+	reached = min(reached, len(order))
+	if lastAlive >= 0 && lastAlive < reached {
+		// Every sidecar still running belongs to a stage whose turn is over:
+		// the furthest stage issued stays the current one and follows them
+		// through. Going back to a late sidecar's own stage would make that
+		// stage's CRR again while the current stage's is in flight, and a pod
+		// has one of our CRRs in flight at a time (kruise-daemon works on one
+		// of a pod's CRRs at a time, and the clock of the one that waits runs).
+		lastAlive = reached
+	}
 	status := &StageStatus{Order: order, Last: len(order)}
 	start := p.MainsDoneAt // when the stage's turn came
 	var targets []Container
@@ -87,7 +97,7 @@ func (p Plan) killInOrder(in Input, sidecars, regular []Container) Plan {
 			}
 			continue
 		}
-		if len(alive[s]) == 0 {
+		if len(alive[s]) == 0 && s != lastAlive {
 			if finished[s].After(start) {
 				start = finished[s]
 			}
@@ -136,8 +146,7 @@ func (p Plan) killInOrder(in Input, sidecars, regular []Container) Plan {
 			stageIn.Refusals = append(stageIn.Refusals, r)
 		}
 	}
-	p = p.kill(stageIn, targets)
-	p.Actions = p.stageActions(in, status.Stage, markStage, markAt)
+	p = p.kill(stageIn, targets).stageActions(in, status.Stage, markStage, markAt)
 	if len(status.Next) > 0 {
 		p.Reason += fmt.Sprintf("; stop order: stage %d of %d, %v wait for %v", status.Stage, status.Last, status.Next, status.Stopping)
 	}
@@ -151,22 +160,25 @@ func (p Plan) killInOrder(in Input, sidecars, regular []Container) Plan {
 // kruise v1.9.1), and under restartPolicy Never a CRR whose container exited
 // stays Recreating (crr_daemon_util.go: an exited container is "recreated
 // soon"), so the next stage's CRR would wait for the earlier one's deadline.
-func (p Plan) stageActions(in Input, stage, markStage int, markAt time.Time) []Action {
+// The reconciler sends the actions in order and stops at a refused one, so
+// the stage's CRR is never created beside an earlier one still in flight.
+func (p Plan) stageActions(in Input, stage, markStage int, markAt time.Time) Plan {
 	var out []Action
-	// Without the delete (refused: an RBAC without it, a policy), the next
-	// CRR still goes: it waits behind the earlier one until that one's
-	// deadline, slower but bounded.
-	deleteRefused := latestRefusal(in.Refusals, ActionDeleteCRR, "") != nil
+	var held []string
 	for _, a := range p.Actions {
 		switch a.Kind {
 		case ActionCreateCRR:
-			for _, c := range in.CRRs {
-				if deleteRefused {
-					break
+			deletes, wait, until := clearEarlierCRRs(in, stage)
+			out = append(out, deletes...)
+			if len(wait) > 0 {
+				p.requeue(until.Sub(in.Now))
+				held = append(held, fmt.Sprintf("the ContainerRecreateRequest %s for %v waits: %s", a.CRRName, a.Containers, strings.Join(wait, "; ")))
+				if recordedAttempts(in.Pod, stage) < a.Attempt-1 {
+					// The failed attempt is recorded now, as kill does for a
+					// retry that waits its backoff.
+					p.RecordAttempts = AttemptsMark(stage, a.Attempt-1)
 				}
-				if c.Stage < stage && !c.Finished() {
-					out = append(out, Action{Kind: ActionDeleteCRR, CRRName: c.Name, Containers: c.Containers, Stage: c.Stage})
-				}
+				continue
 			}
 		case ActionSwapImage:
 			at := in.Now
@@ -178,7 +190,63 @@ func (p Plan) stageActions(in Input, stage, markStage int, markAt time.Time) []A
 		}
 		out = append(out, a)
 	}
-	return out
+	p.Actions = out
+	switch {
+	case len(held) == 0:
+		return p
+	case len(out) == 0:
+		return p.with(VerdictInProgress, strings.Join(held, "; "))
+	}
+	return p.with(VerdictAct, "the main containers are done: "+describeActions(out)+"; "+strings.Join(held, "; "))
+}
+
+// clearEarlierCRRs returns the deletions of earlier stages' unfinished CRRs
+// that go before a stage's CRR; and, for each one whose deletion was refused
+// and that is still in flight, why the stage's CRR waits (it sets the plan's
+// when to look again). A CRR created beside it would wait in
+// kruise-daemon behind it while its own deadline runs (kruise-manager counts
+// activeDeadlineSeconds from the CRR's creation:
+// pkg/controller/containerrecreaterequest/crr_controller.go), so the stage's
+// CRR is made only once the earlier one is deleted or past its deadline,
+// when kruise-manager completes it. A refused deletion is sent again when its
+// backoff has passed; one given up on (an RBAC or policy without it) leaves
+// the wait to the earlier CRR's deadline: slower, still bounded.
+func clearEarlierCRRs(in Input, stage int) (deletes []Action, wait []string, next time.Time) {
+	for _, c := range in.CRRs {
+		if c.Stage >= stage || c.Finished() {
+			continue
+		}
+		r := deleteRefusal(in.Refusals, c.Name)
+		retry, gaveUp := refusalWait(r, in.Policy, in.Now)
+		if r == nil || (!gaveUp && retry <= 0) {
+			deletes = append(deletes, Action{Kind: ActionDeleteCRR, CRRName: c.Name, Containers: c.Containers, Stage: c.Stage})
+			continue
+		}
+		deadline := c.deadlineAt(in)
+		if !in.Now.Before(deadline) {
+			continue
+		}
+		until := deadline.Add(time.Second)
+		if !gaveUp && in.Now.Add(retry).Before(until) {
+			until = in.Now.Add(retry)
+		}
+		if next.IsZero() || until.Before(next) {
+			next = until
+		}
+		wait = append(wait, fmt.Sprintf("deleting %s of stage %d was refused (%s) and it is in flight until %s; looked at again at %s",
+			c.Name, c.Stage, r.Describe(), deadline.UTC().Format(time.RFC3339), until.UTC().Format(time.RFC3339)))
+	}
+	return deletes, wait, next
+}
+
+// deleteRefusal is the remembered refusal of deleting the named CRR.
+func deleteRefusal(refusals []Refusal, name string) *Refusal {
+	for i := range refusals {
+		if refusals[i].Kind == ActionDeleteCRR && refusals[i].CRRName == name {
+			return &refusals[i]
+		}
+	}
+	return nil
 }
 
 // stopOrder reads the stop-order annotation: the named sidecars in order, or

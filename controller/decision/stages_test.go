@@ -46,6 +46,13 @@ func crrOfStage(stage, attempt int, phase string, created time.Time, containers 
 		Phase: phase, Created: created, Containers: containers}
 }
 
+// deleteRefused is a deletion of the stage's first CRR refused for good
+// (403: an RBAC or a policy without it).
+func deleteRefused(stage int, at time.Time) Refusal {
+	return Refusal{Kind: ActionDeleteCRR, CRRName: StageCRRName(podtest.Pod("p").Build(), stage, 1), Code: 403, Reason: "Forbidden",
+		Permanent: true, Message: "forbidden", Count: 1, At: at}
+}
+
 // stageWant is what matters of a plan with an order: want, plus the stage.
 type stageWant struct {
 	want
@@ -58,11 +65,12 @@ type stageWant struct {
 func TestStopOrder(t *testing.T) {
 	shipper, proxy := podtest.Image(img("fluent-bit")), podtest.Image(img("istio-proxy"))
 	cases := map[string]struct {
-		pod  *corev1.Pod
-		node Node
-		crrs []CRR
-		at   time.Time
-		want stageWant
+		pod      *corev1.Pod
+		node     Node
+		crrs     []CRR
+		refusals []Refusal
+		at       time.Time
+		want     stageWant
 		// noStage: the order is not followed (none, or unusable).
 		noStage bool
 	}{
@@ -119,6 +127,46 @@ func TestStopOrder(t *testing.T) {
 			crrs: []CRR{crrOfStage(2, 1, "Recreating", now.Add(-time.Second), "fluent-bit", "istio-proxy")},
 			want: stageWant{want: want{verdict: VerdictInProgress, requeue: time.Minute},
 				stage: 2, stopping: []string{"fluent-bit", "istio-proxy"}},
+		},
+		"the last stage's CRR in flight, only an earlier stage's late sidecar still runs: the order never goes back": {
+			// The bound of stage 1 passed and stage 2's CRR names both; the
+			// proxy stopped, the shipper still drains. Stage 1's own CRR
+			// (deleted when stage 2 began) is not made again beside it.
+			pod:  ordered("fluent-bit,istio-proxy").Container("fluent-bit", markCRR).Container("istio-proxy", markCRR, exited(0)).Build(),
+			crrs: []CRR{crrOfStage(2, 1, "Recreating", now.Add(-time.Second), "fluent-bit", "istio-proxy")},
+			want: stageWant{want: want{verdict: VerdictInProgress, requeue: time.Minute},
+				stage: 2, stopping: []string{"fluent-bit"}},
+		},
+		"stage 1's CRR in flight, its deletion refused for good: stage 2's CRR waits for stage 1's deadline": {
+			pod:      ordered("fluent-bit,istio-proxy").Container("fluent-bit", markCRR, exited(0)).Container("istio-proxy", markCRR).Build(),
+			crrs:     []CRR{crrOfStage(1, 1, "Recreating", exitAt, "fluent-bit")},
+			refusals: []Refusal{deleteRefused(1, now)},
+			want: stageWant{want: want{verdict: VerdictInProgress, requeue: exitAt.Add(time.Minute + time.Second).Sub(now)},
+				stage: 2, stopping: []string{"istio-proxy"}},
+		},
+		"stage 1's deletion refused, its deadline passed: stage 2's CRR goes": {
+			pod:      ordered("fluent-bit,istio-proxy").Container("fluent-bit", markCRR, exited(0)).Container("istio-proxy", markCRR).Build(),
+			crrs:     []CRR{crrOfStage(1, 1, "Recreating", exitAt, "fluent-bit")},
+			refusals: []Refusal{deleteRefused(1, now)},
+			at:       exitAt.Add(time.Minute),
+			want:     stageWant{want: want{verdict: VerdictAct, actions: []Action{stageCRR(2, 1, "istio-proxy")}}, stage: 2, stopping: []string{"istio-proxy"}},
+		},
+		"stage 1's deletion refused once, its backoff passed: deleted again, then stage 2's CRR": {
+			pod:  ordered("fluent-bit,istio-proxy").Container("fluent-bit", markCRR, exited(0)).Container("istio-proxy", markCRR).Build(),
+			crrs: []CRR{crrOfStage(1, 1, "Recreating", exitAt, "fluent-bit")},
+			refusals: []Refusal{{Kind: ActionDeleteCRR, CRRName: StageCRRName(podtest.Pod("p").Build(), 1, 1), Containers: []string{"fluent-bit"},
+				MaybeApplied: true, Count: 1, At: now.Add(-DefaultPolicy().RetryBackoff)}},
+			want: stageWant{want: want{verdict: VerdictAct, actions: []Action{
+				deleteCRR(StageCRRName(podtest.Pod("p").Build(), 1, 1), 1, "fluent-bit"), stageCRR(2, 1, "istio-proxy")}},
+				stage: 2, stopping: []string{"istio-proxy"}},
+		},
+		"a refused deletion of another CRR holds no other deletion up": {
+			pod:      ordered("fluent-bit,istio-proxy").Container("fluent-bit", markCRR, exited(0)).Container("istio-proxy", markCRR).Build(),
+			crrs:     []CRR{crrOfStage(1, 1, "Recreating", exitAt, "fluent-bit")},
+			refusals: []Refusal{deleteRefused(0, now)},
+			want: stageWant{want: want{verdict: VerdictAct, actions: []Action{
+				deleteCRR(StageCRRName(podtest.Pod("p").Build(), 1, 1), 1, "fluent-bit"), stageCRR(2, 1, "istio-proxy")}},
+				stage: 2, stopping: []string{"istio-proxy"}},
 		},
 		"a stage whose kill was never issued is not skipped, however late": {
 			pod: ordered("fluent-bit,istio-proxy").Container("fluent-bit", markCRR).Container("istio-proxy", markCRR).Build(),
@@ -258,7 +306,7 @@ func TestStopOrder(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			in := Input{Pod: tc.pod, Node: tc.node, CRRs: tc.crrs, CRRAPI: true, Now: tc.at, Policy: DefaultPolicy()}
+			in := Input{Pod: tc.pod, Node: tc.node, CRRs: tc.crrs, Refusals: tc.refusals, CRRAPI: true, Now: tc.at, Policy: DefaultPolicy()}
 			if in.Node == (Node{}) {
 				in.Node = normal
 			}

@@ -131,6 +131,17 @@ func (c CRR) Finished() bool {
 	return c.Phase == "Completed" || c.Phase == "Succeeded" || c.Phase == "Failed"
 }
 
+// deadlineAt is when the CRR's activeDeadlineSeconds runs out, counted from
+// its creation as kruise-manager counts it; a CRR without one (made before
+// the field was set) gets the deadline this pod's CRRs get now.
+func (c CRR) deadlineAt(in Input) time.Time {
+	d := c.Deadline
+	if d <= 0 {
+		d = CRRDeadline(in.Pod, in.Policy)
+	}
+	return c.Created.Add(d)
+}
+
 // Policy holds the operator's knobs.
 type Policy struct {
 	// AllowedQuickExitImages lists the only images that may be swapped in: a

@@ -1,9 +1,11 @@
 package reconciler
 
 import (
+	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
@@ -39,11 +41,41 @@ func (r *Reconciler) ExplainPlan(pod *corev1.Pod, now time.Time) (decision.Plan,
 	return plan, nil
 }
 
+// input gathers the decision's facts from the Reader.
+func (r *Reconciler) input(pod *corev1.Pod, now time.Time) (decision.Input, error) {
+	in := decision.Input{Pod: pod, Now: now, Policy: r.cfg.Policy, CRRAPI: r.read.CRRAPIAvailable(),
+		Node: decision.Node{Name: pod.Spec.NodeName}}
+	if nodeLabels, ok := r.read.NodeLabels(pod.Spec.NodeName); ok {
+		in.Node.Found = true
+		in.Node.Virtual = r.cfg.VirtualNodeSelector != nil && r.cfg.VirtualNodeSelector.Matches(labels.Set(nodeLabels))
+		if d, ok := r.read.(DaemonReader); ok && !in.Node.Virtual {
+			in.Node.NoDaemon, in.Node.DaemonWhy = d.KruiseDaemon(pod.Spec.NodeName, now, r.cfg.KruiseDaemonGrace)
+		}
+	}
+	if in.CRRAPI {
+		crrs, err := r.read.CRRs(pod)
+		if err != nil {
+			return in, fmt.Errorf("list CRRs of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		}
+		for _, c := range crrs {
+			in.CRRs = append(in.CRRs, crrFacts(c))
+		}
+	}
+	return in, nil
+}
+
 // memoryInput is input with what the reconciler remembers of the pod.
 func (r *Reconciler) memoryInput(pod *corev1.Pod, mem *podMemory, now time.Time) (decision.Input, error) {
 	in, err := r.input(pod, now)
 	if err != nil {
 		return in, err
+	}
+	if len(mem.crrs) > 0 && in.CRRAPI {
+		cached, err := r.read.CRRs(pod)
+		if err != nil {
+			return in, fmt.Errorf("list CRRs of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		}
+		in.CRRs = append(in.CRRs, rememberedCRRs(mem, cached)...)
 	}
 	in.Refusals = mem.refusals()
 	in.SwappedAt = mem.swappedAt

@@ -108,6 +108,10 @@ type podMemory struct {
 	// refused as stale was decided, at staleAt: not decided on again.
 	staleView string
 	staleAt   time.Time
+	// crrs: the pod's CRRs as last seen (in the cache or live), and when
+	// this controller deleted some of them (crrmemory.go).
+	crrs        map[string]decision.CRR
+	deletedCRRs map[string]time.Time
 }
 
 // expectation is one write whose effect the cache has not shown yet.
@@ -144,6 +148,9 @@ func (r *Reconciler) Sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	if wait, ok, err := r.awaitCache(ctx, logger, pod, mem, now); err != nil || !ok {
 		return wait, err
 	}
+	if err := r.noteCRRs(pod, mem); err != nil {
+		return 0, err
+	}
 
 	// A refused write is remembered and the pod decided again at once, so a
 	// refused CRR turns into an image swap (or a backoff, whose wait the
@@ -157,6 +164,13 @@ func (r *Reconciler) Sync(ctx context.Context, key cache.ObjectName) (time.Durat
 		}
 		if pass == 0 {
 			if pod, plan, err = r.recheckCorrection(ctx, pod, mem, plan, now); err != nil {
+				return 0, err
+			}
+		}
+		if found, err := r.seeUnseenCRR(ctx, pod, mem, plan); err != nil {
+			return 0, err
+		} else if found {
+			if plan, err = r.plan(pod, mem, now); err != nil {
 				return 0, err
 			}
 		}
@@ -187,7 +201,10 @@ func (r *Reconciler) Sync(ctx context.Context, key cache.ObjectName) (time.Durat
 			continue
 		}
 		if refused {
-			return r.cfg.Policy.RetryBackoff, nil
+			// Passes capped: only a retry backoff shorter than the sync itself
+			// (--crr-retry-backoff=0) gets here. Zero would mean "never look
+			// again"; a second does not.
+			return max(r.cfg.Policy.RetryBackoff, time.Second), nil
 		}
 		if plan.Verdict == decision.VerdictIgnored {
 			r.forget(key)
@@ -206,29 +223,6 @@ func (r *Reconciler) plan(pod *corev1.Pod, mem *podMemory, now time.Time) (decis
 		plan = decision.WithSecondTerminator(decision.Decide(in2), in2)
 	}
 	return plan, nil
-}
-
-// input gathers the decision's facts from the Reader.
-func (r *Reconciler) input(pod *corev1.Pod, now time.Time) (decision.Input, error) {
-	in := decision.Input{Pod: pod, Now: now, Policy: r.cfg.Policy, CRRAPI: r.read.CRRAPIAvailable(),
-		Node: decision.Node{Name: pod.Spec.NodeName}}
-	if nodeLabels, ok := r.read.NodeLabels(pod.Spec.NodeName); ok {
-		in.Node.Found = true
-		in.Node.Virtual = r.cfg.VirtualNodeSelector != nil && r.cfg.VirtualNodeSelector.Matches(labels.Set(nodeLabels))
-		if d, ok := r.read.(DaemonReader); ok && !in.Node.Virtual {
-			in.Node.NoDaemon, in.Node.DaemonWhy = d.KruiseDaemon(pod.Spec.NodeName, now, r.cfg.KruiseDaemonGrace)
-		}
-	}
-	if in.CRRAPI {
-		crrs, err := r.read.CRRs(pod)
-		if err != nil {
-			return in, fmt.Errorf("list CRRs of pod %s/%s: %w", pod.Namespace, pod.Name, err)
-		}
-		for _, c := range crrs {
-			in.CRRs = append(in.CRRs, crrFacts(c))
-		}
-	}
-	return in, nil
 }
 
 // report turns the plan's problems into Warning events (once per pod and
@@ -288,6 +282,9 @@ func (r *Reconciler) act(ctx context.Context, logger klog.Logger, pod *corev1.Po
 			return false, fmt.Errorf("%s for pod %s/%s: %w", method, pod.Namespace, pod.Name, err)
 		}
 		refusal = mem.remember(refusal, r.clock.Now())
+		if a.Kind == decision.ActionDeleteCRR && refusal.MaybeApplied {
+			mem.crrDeleted(a.CRRName, r.clock.Now())
+		}
 		class := "transient"
 		if refusal.Permanent {
 			class = "permanent"
@@ -302,6 +299,9 @@ func (r *Reconciler) act(ctx context.Context, logger klog.Logger, pod *corev1.Po
 		return true, nil
 	}
 	delete(mem.refused, a.Kind)
+	if a.Kind == decision.ActionDeleteCRR {
+		mem.crrDeleted(a.CRRName, r.clock.Now())
+	}
 	// The cache's lag is counted from the write's answer, not from its
 	// start: a write slow at a loaded API server must not eat the wait.
 	mem.since = r.clock.Now()

@@ -41,7 +41,7 @@ func classify(err error, a decision.Action) (outcome, decision.Refusal) {
 		// The pod is gone (or was replaced): the next sync sees it.
 		return outcomeStale, decision.Refusal{}
 	}
-	r := decision.Refusal{Kind: a.Kind, Containers: a.Containers, Attempt: a.Attempt, Message: boundedMessage(err.Error())}
+	r := decision.Refusal{Kind: a.Kind, Containers: a.Containers, Attempt: a.Attempt, CRRName: a.CRRName, Message: boundedMessage(err.Error())}
 	if foreign := (*ForeignCRRError)(nil); errors.As(err, &foreign) {
 		// Someone else's CRR under our name: asking again meets it again.
 		r.Code, r.Reason, r.Permanent = http.StatusConflict, string(metav1.StatusReasonAlreadyExists), true
@@ -130,13 +130,13 @@ func boundedMessage(s string) string {
 var refusalKinds = []decision.ActionKind{decision.ActionCreateCRR, decision.ActionSwapImage, decision.ActionSettlePhase, decision.ActionDeleteCRR}
 
 // remember records a refusal in the pod's memory, counting refusals of the
-// same write (same kind; for a CRR, the same attempt) in a row.
+// same write (same kind; for a CRR, the same attempt of the same one) in a row.
 func (m *podMemory) remember(r decision.Refusal, now time.Time) decision.Refusal {
 	if m.refused == nil {
 		m.refused = map[decision.ActionKind]decision.Refusal{}
 	}
 	r.Count, r.At = 1, now
-	if prev, ok := m.refused[r.Kind]; ok && prev.Attempt == r.Attempt {
+	if prev, ok := m.refused[r.Kind]; ok && prev.Attempt == r.Attempt && prev.CRRName == r.CRRName {
 		r.Count = prev.Count + 1
 	}
 	m.refused[r.Kind] = r

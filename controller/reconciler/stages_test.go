@@ -30,15 +30,24 @@ func stageCRR(name string, stage int, containers ...string) *kruisev1alpha1.Cont
 
 // The shipper's stage is over (it exited) while its CRR stays Recreating, as
 // under restartPolicy Never: the controller deletes that CRR, then creates
-// the proxy's; with the delete refused (an RBAC without it), the proxy's CRR
-// still goes, in the same sync, and waits behind the old one in kruise.
+// the proxy's. A pod never has two of our CRRs in flight: kruise-daemon takes
+// up one of a pod's CRRs at a time, and kruise-manager counts each one's
+// deadline from its creation, so a CRR made beside the shipper's would spend
+// its deadline waiting. With the delete refused for good (an RBAC without
+// it), the proxy's CRR waits for the shipper's deadline, when kruise-manager
+// completes it; with the delete timed out, the delete is sent again after
+// the backoff, then the proxy's CRR.
 func TestNextStageDeletesTheEarlierCRR(t *testing.T) {
+	forbidden := apierrors.NewForbidden(schema.GroupResource{Group: "apps.kruise.io", Resource: "containerrecreaterequests"}, "x", nil)
 	for name, tc := range map[string]struct {
-		deleteRefused bool
-		want          []string
+		answer error
+		// want are the writes of each sync; each sync after the first runs
+		// when the one before asked to look again.
+		want [][]string
 	}{
-		"delete accepted": {want: []string{"delete ST1", "crr ST2"}},
-		"delete refused":  {deleteRefused: true, want: []string{"delete ST1", "crr ST2"}},
+		"delete accepted":         {want: [][]string{{"delete ST1", "crr ST2"}}},
+		"delete refused for good": {answer: forbidden, want: [][]string{{"delete ST1"}, {"crr ST2"}}},
+		"delete timed out":        {answer: apierrors.NewTimeoutError("slow", 1), want: [][]string{{"delete ST1"}, {"delete ST1", "crr ST2"}}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			pod := podtest.Pod("p").Annotate(decision.AnnotationStopOrder, "fluent-bit,istio-proxy").
@@ -48,13 +57,23 @@ func TestNextStageDeletesTheEarlierCRR(t *testing.T) {
 			f := newFixture(pod)
 			st1, st2 := decision.StageCRRName(pod, 1, 1), decision.StageCRRName(pod, 2, 1)
 			f.w.crrs = []*kruisev1alpha1.ContainerRecreateRequest{stageCRR(st1, 1, "fluent-bit")}
-			if tc.deleteRefused {
-				f.w.answers["delete "+st1] = []error{apierrors.NewForbidden(schema.GroupResource{Group: "apps.kruise.io", Resource: "containerrecreaterequests"}, st1, nil)}
+			if tc.answer != nil {
+				f.w.answers["delete "+st1] = []error{tc.answer}
 			}
-			f.sync(t)
-			want := strings.NewReplacer("ST1", st1, "ST2", st2).Replace(strings.Join(tc.want, ","))
-			if got := strings.Join(f.w.sent, ","); got != want {
-				t.Fatalf("writes %s, want %s", got, want)
+			names := strings.NewReplacer("ST1", st1, "ST2", st2)
+			var after time.Duration
+			for i, want := range tc.want {
+				if i > 0 {
+					f.clock.Step(after)
+				}
+				f.w.sent = nil
+				after = f.sync(t)
+				if got, want := strings.Join(f.w.sent, ","), names.Replace(strings.Join(want, ",")); got != want {
+					t.Fatalf("sync %d at %s: writes %s, want %s", i+1, f.clock.Now().Sub(podtest.Epoch), got, want)
+				}
+				if i < len(tc.want)-1 && after <= 0 {
+					t.Fatalf("sync %d: nothing to look at again, with %s still to send", i+1, tc.want[i+1])
+				}
 			}
 		})
 	}

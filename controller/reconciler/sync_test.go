@@ -285,7 +285,7 @@ func TestANewPodOfTheSameNameStartsWithNoMemory(t *testing.T) {
 		return podtest.Pod("p").Namespace("default").UID(uid).Node("normal").Annotate(decision.AnnotationSidecars, "log,nosuch").
 			Container("main", exitedAt).Container("log", opts...).Build()
 	}
-	a, rec, _ := newAPI(t, unknown("uid-old", markCRR))
+	a, rec, m := newAPI(t, unknown("uid-old", markCRR))
 	mustSync(t, rec, "p")
 	mustSync(t, rec, "p")
 	if len(a.writes) != 1 || strings.Count(strings.Join(a.events, ","), "Warning "+decision.ReasonUnknownSidecarName) != 1 {
@@ -301,6 +301,10 @@ func TestANewPodOfTheSameNameStartsWithNoMemory(t *testing.T) {
 	}
 	if len(a.writes) != 2 || len(a.crrs) != 2 || a.crrs[1].Labels[reconciler.LabelPodUID] != "uid-new" {
 		t.Errorf("the new pod waited on the old pod's write: writes %v", a.writes)
+	}
+	// The old pod's place in the pods-tracked gauge goes with its memory.
+	if got := testutil.ToFloat64(m.PodsTracked); got != 1 {
+		t.Errorf("pods tracked = %v, want 1 (the new pod only)", got)
 	}
 }
 
@@ -369,6 +373,22 @@ func TestSyncWritesWhatTheDecisionPlanned(t *testing.T) {
 		mustSync(t, rec, "q")
 		if c := a.pods["q"].Status.Conditions; len(c) != 2 || c[0].Type != corev1.PodReady || c[1].Type != decision.ConditionSidecarTerminated {
 			t.Errorf("conditions after the settle: %+v", c)
+		}
+		// A re-settle (the kubelet wrote its phase back) replaces our
+		// condition where it is, the first place included: one condition of
+		// the type, with the new transition time the grace wait reads.
+		p3 := donePod("r", "normal", markCRR, ignoreRC)
+		p3.Status.Phase = corev1.PodRunning
+		p3.Status.Conditions = []corev1.PodCondition{
+			{Type: decision.ConditionSidecarTerminated, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(podtest.Epoch)},
+			{Type: corev1.PodReady, Status: corev1.ConditionFalse}}
+		a.pods["r"] = p3
+		a.catchUp()
+		mustSync(t, rec, "r")
+		c := a.pods["r"].Status.Conditions
+		if a.pods["r"].Status.Phase != corev1.PodSucceeded || len(c) != 2 || c[0].Type != decision.ConditionSidecarTerminated ||
+			!c[0].LastTransitionTime.Time.Equal(a.clock.Now()) || c[1].Type != corev1.PodReady {
+			t.Errorf("phase %s, conditions after the re-settle: %+v", a.pods["r"].Status.Phase, c)
 		}
 	})
 }

@@ -1,0 +1,137 @@
+package reconciler
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
+)
+
+// A pod has one of our CRRs in flight at a time: kruise-daemon works on one
+// of a pod's CRRs at a time while kruise-manager counts each one's deadline
+// from its creation (github.com/openkruise/kruise v1.9.1,
+// pkg/daemon/containerrecreate/crr_daemon_controller.go pickRecreateRequest;
+// pkg/controller/containerrecreaterequest/crr_controller.go), so a second
+// one waits and spends its deadline waiting. The decision keeps to that rule
+// with the CRRs it is given; this file keeps the cache from hiding one.
+//
+// The pod and CRR informers are separate watches, so the cache can show a
+// pod that is older than its CRRs, or newer. Two views lose a CRR:
+//
+//   - A CRR gone from the cache: deleted by this controller when its stop-order
+//     stage was over, by kruise after it finished, or by another replica. A
+//     view with the pod older than that deletion shows the CRR's sidecars
+//     running and no CRR for them, and would make the stage's CRR again.
+//     So the pod's CRRs are remembered as last seen, and one this controller
+//     deleted as finished; the decision is given the remembered ones the
+//     cache no longer shows.
+//   - A CRR not yet in the cache, while the pod's annotation already records
+//     its attempt (decision.AnnotationCRRAttempts is written before a retry's
+//     CRR is created): after a restart, or a create that timed out but was
+//     applied. The decision reads such an attempt as deleted since, a failed
+//     kill, and would make the next attempt beside it. So before a plan makes
+//     attempt n > 1 with no attempt n-1 known, that CRR is read from the API
+//     server (one GET, on the retry path only) and, if it exists, remembered.
+
+// noteCRRs remembers the pod's CRRs as the cache shows them now. Only Sync
+// calls it: Plan and ExplainPlan read the memory without changing it.
+func (r *Reconciler) noteCRRs(pod *corev1.Pod, mem *podMemory) error {
+	if !r.read.CRRAPIAvailable() {
+		return nil
+	}
+	crrs, err := r.read.CRRs(pod)
+	if err != nil {
+		return fmt.Errorf("list CRRs of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	for _, c := range crrs {
+		mem.seeCRR(crrFacts(c))
+	}
+	return nil
+}
+
+func (m *podMemory) seeCRR(c decision.CRR) {
+	if m.crrs == nil {
+		m.crrs = map[string]decision.CRR{}
+	}
+	m.crrs[c.Name] = c
+}
+
+// crrDeleted records that this controller deleted the CRR (or may have: the
+// request got no answer). A deleted CRR is finished for the decision.
+func (m *podMemory) crrDeleted(name string, at time.Time) {
+	if m.deletedCRRs == nil {
+		m.deletedCRRs = map[string]time.Time{}
+	}
+	m.deletedCRRs[name] = at
+}
+
+// rememberedCRRs are the remembered CRRs the cache does not show: as last
+// seen, or finished when this controller deleted them. A CRR the cache
+// shows is the cache's (newer) copy, even one deleted and made again.
+func rememberedCRRs(mem *podMemory, cached []*kruisev1alpha1.ContainerRecreateRequest) []decision.CRR {
+	var out []decision.CRR
+	for _, name := range sortedKeys(mem.crrs) {
+		seen := false
+		for _, k := range cached {
+			seen = seen || k.Name == name
+		}
+		if seen {
+			continue
+		}
+		c := mem.crrs[name]
+		if at, ok := mem.deletedCRRs[name]; ok && !c.Finished() {
+			c.Phase, c.Completed, c.Message = "Completed", at, "deleted by this controller"
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// seeUnseenCRR reports whether it found, and remembered, the previous
+// attempt of a CRR the plan creates, which the decision was not given.
+func (r *Reconciler) seeUnseenCRR(ctx context.Context, pod *corev1.Pod, mem *podMemory, plan decision.Plan) (bool, error) {
+	live, ok := r.write.(LiveChecker)
+	if !ok {
+		return false, nil
+	}
+	for _, a := range plan.Actions {
+		if a.Kind != decision.ActionCreateCRR || a.Attempt < 2 {
+			continue
+		}
+		name := decision.StageCRRName(pod, a.Stage, a.Attempt-1)
+		if _, known := mem.crrs[name]; known {
+			continue
+		}
+		crr, err := live.LiveCRR(ctx, pod.Namespace, name)
+		switch {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			return false, fmt.Errorf("read CRR %s/%s live before attempt %d: %w", pod.Namespace, name, a.Attempt, err)
+		}
+		// Ours for this pod even if a policy stripped our managed-by label
+		// (the informer, which selects on it, then never shows it): kruise
+		// works on it all the same.
+		if crr.Labels[LabelPodUID] != string(pod.UID) || crr.Spec.PodName != pod.Name {
+			continue
+		}
+		mem.seeCRR(crrFacts(crr))
+		return true, nil
+	}
+	return false, nil
+}
+
+func sortedKeys(m map[string]decision.CRR) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

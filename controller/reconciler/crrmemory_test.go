@@ -1,0 +1,101 @@
+package reconciler_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
+	"github.com/sidecar-terminator/sidecar-terminator/controller/podtest"
+	"github.com/sidecar-terminator/sidecar-terminator/controller/reconciler"
+)
+
+// liveWorld is world with an API server to read from directly.
+type liveWorld struct {
+	*world
+	live  map[string]*kruisev1alpha1.ContainerRecreateRequest
+	reads []string
+}
+
+func (w *liveWorld) LivePod(context.Context, string, string) (*corev1.Pod, error) { return w.pod, nil }
+func (w *liveWorld) LiveCRR(_ context.Context, _, name string) (*kruisev1alpha1.ContainerRecreateRequest, error) {
+	w.reads = append(w.reads, name)
+	if crr := w.live[name]; crr != nil {
+		return crr, nil
+	}
+	return nil, apierrors.NewNotFound(kruisev1alpha1.Resource("containerrecreaterequests"), name)
+}
+
+// Stage 1's shipper still runs past its bound: its CRR is deleted and stage
+// 2's CRR (naming both) is refused. Once the cache no longer shows stage 1's
+// CRR, the pod looks as if stage 1 had never been stopped; the controller
+// remembers that it deleted it, so stage 2's CRR is retried and stage 1's is
+// not made again (the order never goes back, and a stage's stop is not
+// repeated within the bound).
+func TestADeletedStageCRRIsNotMadeAgain(t *testing.T) {
+	pod := podtest.Pod("p").Annotate(decision.AnnotationStopOrder, "fluent-bit,istio-proxy").
+		Container("main", podtest.Exited(0, podtest.Epoch.Add(10*time.Second))).
+		Container("fluent-bit", markCRR).Container("istio-proxy", markCRR).Build()
+	f := newFixture(pod)
+	st1, st2 := decision.StageCRRName(pod, 1, 1), decision.StageCRRName(pod, 2, 1)
+	f.w.crrs = []*kruisev1alpha1.ContainerRecreateRequest{stageCRR(st1, 1, "fluent-bit")}
+	f.w.answers["crr "+st2] = []error{apierrors.NewInternalError(context.DeadlineExceeded)}
+	f.clock.SetTime(podtest.Epoch.Add(10*time.Second + 40*time.Second))
+	f.sync(t)
+	if got, want := strings.Join(f.w.sent, ","), "delete "+st1+",crr "+st2; got != want {
+		t.Fatalf("first sync: writes %s, want %s", got, want)
+	}
+	// The cache drops the deleted CRR; the pod is as it was.
+	f.w.crrs, f.w.sent = nil, nil
+	f.clock.Step(decision.DefaultPolicy().RetryBackoff)
+	f.sync(t)
+	if got, want := strings.Join(f.w.sent, ","), "crr "+st2; got != want {
+		t.Fatalf("after the backoff: writes %s, want %s (stage 1's CRR %s must not be made again)", got, want, st1)
+	}
+}
+
+// A failed kill was retried: the pod records attempt 2, but the cache does
+// not show that CRR yet (a restarted controller lists pods and CRRs one
+// after the other; a create that timed out may have been applied). The
+// controller reads attempt 2 from the API server before making attempt 3,
+// finds it in flight, and waits for it: no Warning, no third CRR.
+func TestARetryWaitsForTheAttemptTheCacheDoesNotShow(t *testing.T) {
+	pod := podtest.Pod("p").Annotate(decision.AnnotationCRRAttempts, "2").
+		Container("main", podtest.Exited(0, podtest.Epoch.Add(10*time.Second))).Container("log", markCRR).Build()
+	w := &liveWorld{world: &world{pod: pod, crrAPI: true, answers: map[string][]error{}}, live: map[string]*kruisev1alpha1.ContainerRecreateRequest{}}
+	f := newFixture(pod)
+	f.w = w.world
+	f.rec = reconciler.New(reconciler.DefaultConfig(), w.world, w, f.ev, f.metrics, f.clock)
+	crr := func(attempt int, created time.Duration, phase kruisev1alpha1.ContainerRecreateRequestPhase) *kruisev1alpha1.ContainerRecreateRequest {
+		c := &kruisev1alpha1.ContainerRecreateRequest{ObjectMeta: metav1.ObjectMeta{Name: decision.StageCRRName(pod, 0, attempt), Namespace: "default",
+			CreationTimestamp: metav1.NewTime(podtest.Epoch.Add(created)),
+			Labels:            map[string]string{reconciler.LabelAttempt: string(rune('0' + attempt)), reconciler.LabelPodUID: string(pod.UID)}},
+			Spec: kruisev1alpha1.ContainerRecreateRequestSpec{PodName: pod.Name, Containers: []kruisev1alpha1.ContainerRecreateRequestContainer{{Name: "log"}}}}
+		c.Status.Phase = phase
+		return c
+	}
+	w.crrs = []*kruisev1alpha1.ContainerRecreateRequest{crr(1, 11*time.Second, kruisev1alpha1.ContainerRecreateRequestCompleted)}
+	w.live[decision.StageCRRName(pod, 0, 2)] = crr(2, 30*time.Second, kruisev1alpha1.ContainerRecreateRequestRecreating)
+	f.clock.SetTime(podtest.Epoch.Add(31 * time.Second))
+	after := f.sync(t)
+	if len(w.sent) != 0 {
+		t.Fatalf("writes %v, want none while attempt 2 is in flight", w.sent)
+	}
+	if got := f.ev.warnings(decision.ReasonSidecarKillFailed); len(got) != 0 {
+		t.Errorf("Warnings %v for a kill still in flight", got)
+	}
+	if after <= 0 {
+		t.Errorf("requeue %s: the pod must be looked at again by attempt 2's deadline", after)
+	}
+	// Later syncs decide from the remembered CRR without reading it again.
+	f.sync(t)
+	if len(w.reads) != 1 {
+		t.Errorf("live reads %v, want one", w.reads)
+	}
+}
