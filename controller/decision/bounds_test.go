@@ -95,3 +95,38 @@ func TestInvalidMarkValueIsDescribed(t *testing.T) {
 		})
 	}
 }
+
+// The bounds are inclusive: a value of exactly MaxValueLen bytes is usable,
+// a message of exactly MaxMessageLen bytes is kept whole.
+func TestBoundsAreInclusive(t *testing.T) {
+	if TooLong(strings.Repeat("a", MaxValueLen)) || !TooLong(strings.Repeat("a", MaxValueLen+1)) {
+		t.Errorf("TooLong: want false at %d bytes and true at %d", MaxValueLen, MaxValueLen+1)
+	}
+	at := strings.Repeat("a", MaxMessageLen)
+	if m := BoundMessage(at); m != at {
+		t.Errorf("BoundMessage cut a message of exactly %d bytes to %d", MaxMessageLen, len(m))
+	}
+	if m := BoundMessage(at + "b"); len(m) > MaxMessageLen || !strings.HasSuffix(m, " ... (cut)") {
+		t.Errorf("BoundMessage of %d bytes: %d bytes, %q", MaxMessageLen+1, len(m), m[len(m)-20:])
+	}
+}
+
+// Cuts fall on rune boundaries, whatever the rune's width, and bytes that
+// are not UTF-8 at all (no rune starts anywhere) are cut, not a panic.
+func TestCutsKeepRunesWhole(t *testing.T) {
+	euro := strings.Repeat("€", 30) // 3 bytes each: QuotedPrefixLen (64) falls inside the 22nd
+	if q, want := Quote(euro), `"`+strings.Repeat("€", QuotedPrefixLen/3)+`"...`; q != want {
+		t.Errorf("Quote(30 euro signs) = %s, want %s", q, want)
+	}
+	msg := "a" + strings.Repeat("€", MaxMessageLen) // the cut point, 1014, falls inside a rune too
+	if m, want := BoundMessage(msg), "a"+strings.Repeat("€", (MaxMessageLen-len(" ... (cut)")-1)/3)+" ... (cut)"; m != want {
+		t.Errorf("BoundMessage(euro signs): %d bytes ending %q, want %d bytes", len(m), m[len(m)-20:], len(want))
+	}
+	junk := strings.Repeat("\x80", 2*MaxMessageLen) // continuation bytes only
+	if q := Quote(junk); q != `""...` {
+		t.Errorf("Quote(continuation bytes) = %s, want an empty prefix", q)
+	}
+	if m := BoundMessage(junk); m != " ... (cut)" {
+		t.Errorf("BoundMessage(continuation bytes) = %q, want the cut mark only", m)
+	}
+}
