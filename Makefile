@@ -59,5 +59,5 @@ mutate: ## Mutation score of decision, reconciler and kube with gremlins (slow; 
 	$(GO) run ./hack/cmd/mutate $(MUTATE_FLAGS)
 
 .PHONY: chaos
-chaos: ## Reliability runs: kill -9, leader loss, kruise-daemon away, pods deleted mid-way (writes e2e/bench/results/chaos.json).
+chaos: ## Reliability runs: kill -9, leader loss, kruise-daemon away, kruise-manager down, pods deleted mid-way (writes e2e/bench/results/chaos.json).
 	$(GO) run ./e2e/cmd/bench chaos $(CHAOS_FLAGS)

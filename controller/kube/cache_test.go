@@ -87,7 +87,8 @@ func TestDiscoveryStartsAndStopsTheCRRInformer(t *testing.T) {
 	if err := c.AddCRRHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(any) { added.Add(1) }}); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	var logs logLines
+	ctx, cancel := context.WithCancel(logs.context(context.Background()))
 	defer cancel()
 	c.Start(ctx.Done())
 	if c.CRRAPIAvailable() || len(c.Synced()) != 2 {
@@ -97,18 +98,16 @@ func TestDiscoveryStartsAndStopsTheCRRInformer(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); c.DiscoverCRRAPI(ctx, d, time.Hour) }()
 
-	eventually := func(what string, cond func() bool) {
-		t.Helper()
-		for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("not so after 30 s: %s", what)
-			}
-		}
-	}
 	c.RediscoverCRRAPI()
-	eventually("CRR API available", c.CRRAPIAvailable)
-	eventually("the handler saw our one CRR", func() bool { return added.Load() == 1 })
-	eventually("caches synced", c.HasSynced)
+	eventually(t, "CRR API available", c.CRRAPIAvailable)
+	eventually(t, "the handler saw our one CRR", func() bool { return added.Load() == 1 })
+	eventually(t, "caches synced", c.HasSynced)
+	// Each change is logged, as what it is.
+	found, broken := "ContainerRecreateRequest API found", "its informer could not be set up"
+	eventually(t, "the change logged", func() bool { return logs.count(found)+logs.count(broken) > 0 })
+	if logs.count(found) != 1 || logs.count(broken) != 0 {
+		t.Errorf("after the API was found, the log says:\n%s", logs.buf.String())
+	}
 	crrs, err := c.CRRs(podWithUID("default", "uid-1"))
 	if err != nil || len(crrs) != 1 || crrs[0].Name != "p-st1" {
 		t.Errorf("CRRs of the pod: %v, %v; want p-st1 only", crrs, err)
@@ -121,13 +120,17 @@ func TestDiscoveryStartsAndStopsTheCRRInformer(t *testing.T) {
 	d.set(true, errors.New("connection refused"))
 	before := calls()
 	c.RediscoverCRRAPI()
-	eventually("the failed discovery ran", func() bool { return calls() > before })
+	eventually(t, "the failed discovery ran", func() bool { return calls() > before })
+	eventually(t, "the failed discovery logged", func() bool {
+		return logs.count("Discovery of the ContainerRecreateRequest API failed; keeping what was known", "connection refused") == 1
+	})
 	if !c.CRRAPIAvailable() {
 		t.Error("a failed discovery turned CRRs off")
 	}
 	d.set(false, nil)
 	c.RediscoverCRRAPI()
-	eventually("CRR API gone", func() bool { return !c.CRRAPIAvailable() })
+	eventually(t, "CRR API gone", func() bool { return !c.CRRAPIAvailable() })
+	eventually(t, "the loss logged", func() bool { return logs.count("ContainerRecreateRequest API lost") == 1 })
 	if crrs, _ := c.CRRs(podWithUID("default", "uid-1")); crrs != nil {
 		t.Errorf("CRRs listed while the API is gone: %v", crrs)
 	}

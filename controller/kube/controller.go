@@ -135,7 +135,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		return fmt.Errorf("caches did not sync")
 	}
 	logger.Info("Starting workers", "count", workers)
-	for i := 0; i < workers; i++ {
+	for range workers {
 		go wait.UntilWithContext(ctx, c.runWorker, time.Second)
 	}
 	<-ctx.Done()

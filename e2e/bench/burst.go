@@ -71,6 +71,9 @@ type burstOptions struct {
 	during func(ctx context.Context, b *burst)
 	// patience, if set, replaces the default wait after the last main exit.
 	patience time.Duration
+	// pod builds the i-th pod of the run; nil is jobPod, every other pod
+	// on a virtual node.
+	pod func(run string, i int) *corev1.Pod
 }
 
 func runBurst(ctx context.Context, kube kubernetes.Interface, kruise kruiseclient.Interface, run string, n int, pid int, logf func(string, ...any)) (BurstResult, error) {
@@ -148,8 +151,12 @@ func runBurstWith(ctx context.Context, kube kubernetes.Interface, kruise kruisec
 
 func (b *burst) create(ctx context.Context, n int) error {
 	b.pods = make([]*corev1.Pod, n)
+	build := b.opts.pod
+	if build == nil {
+		build = func(run string, i int) *corev1.Pod { return jobPod(run, i, i%2 == 1) }
+	}
 	return parallel(n, 32, func(i int) error {
-		p, err := b.kube.CoreV1().Pods(Namespace).Create(ctx, jobPod(b.run, i, i%2 == 1), metav1.CreateOptions{})
+		p, err := b.kube.CoreV1().Pods(Namespace).Create(ctx, build(b.run, i), metav1.CreateOptions{})
 		if err != nil {
 			return fmt.Errorf("create pod: %w", err)
 		}

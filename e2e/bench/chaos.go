@@ -21,6 +21,8 @@ type ChaosResult struct {
 	Seconds  float64  `json:"seconds"`
 	Checks   []string `json:"checks"`
 	Failures []string `json:"failures"`
+	// Figures are a scenario's own numbers, for its report.
+	Figures map[string]float64 `json:"figures,omitempty"`
 }
 
 // chaosScenario is one reliability run: a fault injected during a burst.
@@ -33,6 +35,10 @@ type chaosScenario struct {
 	opts     func(w *chaosWorld) burstOptions
 	// maxCRRs per pod: 1 unless the fault makes retries legitimate.
 	maxCRRs int
+	// setup, if set, runs once the control plane is prepared, before the
+	// controller starts; check, after the common checks.
+	setup func(ctx context.Context, w *chaosWorld) error
+	check func(ctx context.Context, w *chaosWorld, res *ChaosResult)
 }
 
 // chaosWorld is the control plane and controllers of one scenario.
@@ -43,6 +49,8 @@ type chaosWorld struct {
 	ctls    []*cluster.Controller
 	audit   string
 	restart func(ctx context.Context) error
+	// kruiseDown is the kruise-manager-down scenario's state.
+	kruiseDown *kruiseDown
 }
 
 var chaosScenarios = []chaosScenario{
@@ -81,6 +89,7 @@ var chaosScenarios = []chaosScenario{
 		opts: func(*chaosWorld) burstOptions { return burstOptions{daemonDownFor: 30 * time.Second} }},
 	{name: "pods-deleted-mid-way", purpose: "every 7th pod is deleted right after its main exits: the rest complete, nothing crashes",
 		maxCRRs: 1, opts: func(*chaosWorld) burstOptions { return burstOptions{deleteEvery: 7} }},
+	kruiseManagerDown,
 }
 
 // Chaos runs every reliability scenario (or the named one) on a fresh control plane.
@@ -124,6 +133,11 @@ func runChaos(ctx context.Context, cfg Config, sc chaosScenario) (ChaosResult, e
 	if w.bin, err = cluster.BuildController(ctx, cfg.Root); err != nil {
 		return res, err
 	}
+	if sc.setup != nil {
+		if err := sc.setup(ctx, w); err != nil {
+			return res, err
+		}
+	}
 	args := append([]string{fmt.Sprintf("--kube-api-qps=%g", cfg.QPS), fmt.Sprintf("--kube-api-burst=%d", cfg.Burst)}, sc.args...)
 	w.restart = func(ctx context.Context) error {
 		ctl, err := (&cluster.Cluster{ControlPlane: w.cp}).StartController(ctx, w.bin, args...)
@@ -150,6 +164,9 @@ func runChaos(ctx context.Context, cfg Config, sc chaosScenario) (ChaosResult, e
 	res.Seconds = time.Since(start).Seconds()
 	time.Sleep(2 * time.Second) // the audit log is written in 1 s batches
 	w.check(ctx, &res, burst, sc)
+	if sc.check != nil {
+		sc.check(ctx, w, &res)
+	}
 	return res, nil
 }
 

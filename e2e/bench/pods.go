@@ -10,7 +10,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 
 	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
 )
@@ -32,8 +34,14 @@ func jobPod(run string, i int, virtual bool) *corev1.Pod {
 		node, env = fmt.Sprintf("%s%d", VirtualNodePrefix, i%2+1), corev1.EnvVar{Name: decision.EnvTerminateWithImage, Value: QuickExitImage}
 	}
 	return &corev1.Pod{
-		// Named as the Job controller names its pods: by the API server, from generateName.
-		ObjectMeta: metav1.ObjectMeta{GenerateName: run + "-", Namespace: Namespace, Labels: map[string]string{runLabel: run}},
+		// Named and owned as the Job controller makes its pods: the name by
+		// the API server from generateName, and a controller reference to
+		// a batch/v1 Job (no such Job exists and no garbage collector runs
+		// here; the reference tells terminators the pod is a Job's, so the
+		// controller skips the live read it makes before a CRR for a bare
+		// pod, as it does for every real Job pod).
+		ObjectMeta: metav1.ObjectMeta{GenerateName: run + "-", Namespace: Namespace, Labels: map[string]string{runLabel: run},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: run, UID: types.UID("bench-job-" + run), Controller: ptr.To(true)}}},
 		Spec: corev1.PodSpec{
 			RestartPolicy: corev1.RestartPolicyNever, NodeName: node,
 			Containers: []corev1.Container{

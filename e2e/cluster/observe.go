@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -77,6 +78,8 @@ type auditEntry struct {
 		Resource, Subresource, Namespace, Name string
 	} `json:"objectRef"`
 	ResponseStatus struct{ Code int } `json:"responseStatus"`
+	// StageTimestamp is when the request completed.
+	StageTimestamp time.Time `json:"stageTimestamp"`
 }
 
 // ControllerServiceAccountUser is the controller's identity in audit logs.
@@ -91,12 +94,30 @@ func MutatingRequests(auditLog, user string) ([]string, error) {
 
 // MutatingRequestsIn is MutatingRequests for one namespace ("" for all).
 func MutatingRequestsIn(auditLog, user, namespace string) ([]string, error) {
+	timed, err := TimedMutatingRequests(auditLog, user, namespace)
+	out := make([]string, len(timed))
+	for i, r := range timed {
+		out[i] = r.Request
+	}
+	return out, err
+}
+
+// TimedRequest is one completed mutating request and when it completed.
+type TimedRequest struct {
+	// Request is "verb resource[/subresource] name code".
+	Request string
+	At      time.Time
+}
+
+// TimedMutatingRequests is MutatingRequestsIn with each request's completion
+// time, for counting the writes made during a window (a chaos run's fault).
+func TimedMutatingRequests(auditLog, user, namespace string) ([]TimedRequest, error) {
 	f, err := os.Open(auditLog)
 	if err != nil {
 		return nil, fmt.Errorf("open audit log: %w", err)
 	}
 	defer f.Close()
-	var out []string
+	var out []TimedRequest
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<24)
 	for sc.Scan() {
@@ -121,7 +142,7 @@ func MutatingRequestsIn(auditLog, user, namespace string) ([]string, error) {
 		if name == "" {
 			name = "-" // a create refused before its body was read names nothing
 		}
-		out = append(out, a.Verb+" "+res+" "+name+" "+strconv.Itoa(a.ResponseStatus.Code))
+		out = append(out, TimedRequest{Request: a.Verb + " " + res + " " + name + " " + strconv.Itoa(a.ResponseStatus.Code), At: a.StageTimestamp})
 	}
 	return out, sc.Err()
 }
