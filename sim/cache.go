@@ -28,6 +28,10 @@ type Cache struct {
 	// deleted remembers deleted pods, so a late, reordered update cannot
 	// bring one back (a watch keeps each object's events in order).
 	deleted map[types.UID]bool
+	// crrGone holds each deleted CRR's last resourceVersion, so a late,
+	// reordered update cannot bring it back; a CRR made again under the
+	// name has a newer one.
+	crrGone map[cache.ObjectName]string
 	// lastRead is the pod the controller last read, so the trace can show
 	// which version a write was decided on.
 	lastRead *corev1.Pod
@@ -110,10 +114,20 @@ func (c *Cache) storeCRR(crr *kruisev1alpha1.ContainerRecreateRequest, deleted b
 	if deleted {
 		delete(c.crrs, key)
 		delete(c.byUID[uid], key)
+		if c.crrGone == nil {
+			c.crrGone = map[cache.ObjectName]string{}
+		}
+		c.crrGone[key] = crr.ResourceVersion
 		return
 	}
 	if held, ok := c.crrs[key]; ok && !newer(crr.ResourceVersion, held.ResourceVersion) {
 		return
+	}
+	if gone, ok := c.crrGone[key]; ok {
+		if !newer(crr.ResourceVersion, gone) {
+			return
+		}
+		delete(c.crrGone, key)
 	}
 	c.crrs[key] = crr
 	if c.byUID[uid] == nil {

@@ -13,10 +13,16 @@ import (
 // an image change seen) before the model acts on it: a second stop of the
 // same run of a sidecar within the grace period of the first lands while the
 // first is under way (a CRR deadline shorter than the grace period counted
-// it failed), whether or not it changes what the container does.
+// it failed), whether or not it changes what the container does. The rule
+// holds in every scenario: a stop kruise-daemon began just before its CRR's
+// deadline is waited for (decision.stopUnderWay).
 func (ch *Checker) stopRequested(e *podEntry, container, cause string) {
 	c := e.rt.Container(container)
-	if !ch.s.sc.OneStopPerGrace || c == nil || c.State != model.Running || e.truth.heldUp {
+	if c == nil || c.State != model.Running || c.Image == QuickExitImage || e.truth.heldUp {
+		// A sidecar swapped to the quick-exit image runs that image's
+		// instant exit, no longer the sidecar's own work: a stop of it cuts
+		// nothing short (two replicas acting during a leader change can
+		// both stop it).
 		// A StopOrderHeldUp Warning said the controller stops the later
 		// stages with the held-up sidecars now, knowingly.
 		return

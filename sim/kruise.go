@@ -140,8 +140,16 @@ func (s *Sim) daemonPickup(key cache.ObjectName) {
 	if stopped == 0 {
 		s.finishCRR(key, kruisev1alpha1.ContainerRecreateRequestCompleted, "nothing to stop")
 	} else {
+		// Each target's state is Pending while the daemon stops it, and
+		// Recreating, killed, once the CRI call returned with the container
+		// stopped (manage in crr_daemon_controller.go): daemonPodChanged.
 		next := crr.DeepCopy()
 		next.Status.Phase = kruisev1alpha1.ContainerRecreateRequestRecreating
+		next.Status.ContainerRecreateStates = nil
+		for _, c := range crr.Spec.Containers {
+			next.Status.ContainerRecreateStates = append(next.Status.ContainerRecreateStates,
+				kruisev1alpha1.ContainerRecreateRequestContainerRecreateState{Name: c.Name, Phase: kruisev1alpha1.ContainerRecreateRequestPending})
+		}
 		s.world.updateCRR(next)
 	}
 	s.kubeletSync(e)
@@ -155,10 +163,39 @@ func (s *Sim) daemonPodChanged(e *podEntry) {
 		if crr == nil || crr.Status.Phase != kruisev1alpha1.ContainerRecreateRequestRecreating {
 			continue
 		}
+		s.daemonKilled(crr, e)
 		if recreated(crr, e) {
 			key := key
 			s.after(100*time.Millisecond, func() { s.finishCRR(key, kruisev1alpha1.ContainerRecreateRequestCompleted, "recreated") })
 		}
+	}
+}
+
+// daemonKilled marks the targets kruise-daemon has finished stopping: the
+// container exited (or was restarted) since the CRR was admitted.
+func (s *Sim) daemonKilled(crr *kruisev1alpha1.ContainerRecreateRequest, e *podEntry) {
+	var next *kruisev1alpha1.ContainerRecreateRequest
+	for i, st := range crr.Status.ContainerRecreateStates {
+		if st.IsKilled {
+			continue
+		}
+		for _, c := range crr.Spec.Containers {
+			if c.Name != st.Name || c.StatusContext == nil {
+				continue
+			}
+			for _, cs := range e.obj.Status.ContainerStatuses {
+				if cs.Name == c.Name && (cs.State.Terminated != nil || cs.RestartCount > c.StatusContext.RestartCount) {
+					if next == nil {
+						next = crr.DeepCopy()
+					}
+					next.Status.ContainerRecreateStates[i].Phase = kruisev1alpha1.ContainerRecreateRequestRecreating
+					next.Status.ContainerRecreateStates[i].IsKilled = true
+				}
+			}
+		}
+	}
+	if next != nil {
+		s.world.updateCRR(next)
 	}
 }
 

@@ -54,10 +54,6 @@ type Scenario struct {
 	// MaxCRRsPerPod, when set, is a safety bound: no pod gets more CRRs
 	// (the controller's attempts, which must not reset).
 	MaxCRRsPerPod int
-	// OneStopPerGrace, when set, is a safety rule: no sidecar is stopped
-	// again (a second CRR, a swap) within the grace period of a stop still
-	// under way (Checker.stopRequested).
-	OneStopPerGrace bool
 	// Bound is how long after its mains are done a pod may take to finish.
 	Bound time.Duration
 	// Quiesce is how long the world must stay settled before the run ends,

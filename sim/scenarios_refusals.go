@@ -75,9 +75,15 @@ var refusalScenarios = []Scenario{
 		Faults: Faults{CRRLabelStripped: true, CRRNeverCompleted: true}, Nodes: normalNodes, Templates: []Template{
 			refusedBoth.expect(ExpectWarnedTerminal), refusedCRR.expect(ExpectWarning)}},
 
+	// A CRR taken up just before its deadline: the stop under way is waited for.
+	{Name: "crr-picked-up-late", Purpose: "kruise-daemon takes CRRs up late, some just before their deadline, and the sidecar drains until SIGKILL: the controller waits out the grace period of the stop under way before it swaps, so no second stop lands in it; a CRR-only sidecar whose every CRR is taken up too late gets a Warning",
+		Nodes: []NodeGroup{{Count: 20, Daemon: DaemonSpec{Pickup: 50 * time.Second}}}, Templates: []Template{
+			never("late-both", job(), sidecar("proxy", "ignore", markCRR, markImage)),
+			never("late-crr", job(), sidecar("proxy", "ignore", markCRR)).expect(ExpectEither)}},
+
 	// Item 5: deadlines fit the pod.
 	{Name: "crr-deadline-long-grace", Purpose: "terminationGracePeriodSeconds 120 and a sidecar that drains until SIGKILL: the CRR's deadline covers the grace period, so no swap or second CRR lands during the stop",
-		OneStopPerGrace: true, Nodes: normalNodes, Templates: []Template{func() Template {
+		Nodes: normalNodes, Templates: []Template{func() Template {
 			t := never("grace-both", job(), sidecar("proxy", "ignore", markCRR, markImage))
 			t.Grace = 120
 			return t

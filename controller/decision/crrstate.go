@@ -133,3 +133,49 @@ func crrMeaning(in Input, c CRR, stopped bool) string {
 	}
 	return fmt.Sprintf("phase %q; deadline %s", BoundMessage(c.Phase), at(deadline))
 }
+
+// stopMargin is added to the pod's grace period after a CRR ends with a
+// target's stop under way: the node reporting the container stopped.
+// completionWait is how long past its deadline a CRR kruise has not yet
+// shown finished is waited for.
+const (
+	stopMargin     = 10 * time.Second
+	completionWait = 10 * time.Second
+)
+
+// stopUnderWay reports whether kruise-daemon may still be stopping the
+// container for the CRR, which ended (its deadline passed, or kruise-manager
+// completed it) with the container still running; and until when. kruise-
+// daemon records a target's state before it stops it, then stops it through
+// the CRI with the pod's grace period, a call that returns once the container
+// has stopped (SIGKILL at the end of the grace period), and only then marks
+// it killed (manage in pkg/daemon/containerrecreate/crr_daemon_controller.go,
+// kruise v1.9.1). kruise-manager completing the CRR at its deadline does not
+// cut that call short. So a target with a state that is neither killed nor
+// failed may be in its grace period, which ends at the latest a grace period
+// after the CRR ended: a second CRR or a swap before then would stop it again
+// while it drains. A CRR kruise-daemon never took up has no states.
+func stopUnderWay(in Input, crr *CRR, container string, deadline time.Time) (time.Time, bool) {
+	if crr == nil {
+		return time.Time{}, false
+	}
+	if !crr.Finished() && !in.Now.Before(deadline) {
+		// kruise-manager completes a CRR at its deadline, and its completion
+		// carries kruise-daemon's last states; until the cache shows it, a
+		// daemon that took the CRR up just before the deadline is not seen.
+		until := deadline.Add(completionWait)
+		return until, in.Now.Before(until)
+	}
+	for _, st := range crr.States {
+		if st.Name != container || st.Killed || st.Phase == "Failed" || st.Phase == "Succeeded" {
+			continue
+		}
+		end := deadline
+		if !crr.Completed.IsZero() && crr.Completed.Before(end) {
+			end = crr.Completed
+		}
+		until := end.Add(PodGrace(in.Pod) + stopMargin)
+		return until, in.Now.Before(until)
+	}
+	return time.Time{}, false
+}

@@ -54,6 +54,12 @@ func (p Plan) kill(in Input, targets []Container) Plan {
 			p.requeue(deadline.Sub(in.Now) + time.Second)
 			continue
 		}
+		if until, ok := stopUnderWay(in, latest, c.Name, deadline); ok && targeted && !inFlight && !cameBack(c, *latest) {
+			waiting = append(waiting, fmt.Sprintf("%q may still be stopping: kruise-daemon began stopping it under %s, and the pod's grace period for that runs until %s",
+				c.Name, latest.Name, until.UTC().Format(time.RFC3339)))
+			p.requeue(until.Sub(in.Now))
+			continue
+		}
 		// A refused CRR is a failed kill as much as one that ran out.
 		refusedCRR := refusedCRRFor(in, c.Name)
 		failed := everTargeted(in.CRRs, c.Name) || refusedCRR != nil

@@ -99,3 +99,24 @@ func TestARetryWaitsForTheAttemptTheCacheDoesNotShow(t *testing.T) {
 		t.Errorf("live reads %v, want one", w.reads)
 	}
 }
+
+// One sync makes a CRR for one sidecar and swaps another; the swap is
+// refused (500), so the sync decides again on the same cache, which does not
+// show the new CRR yet. The CRR is not sent a second time: a refusal of that
+// second create would count as a failed kill and swap a sidecar the CRR is
+// about to stop.
+func TestARefusalPassDoesNotResendAnAcceptedCRR(t *testing.T) {
+	pod := podtest.Pod("p").Container("main", podtest.Exited(0, podtest.Epoch.Add(10*time.Second))).
+		Container("log", markCRR).Container("proxy", markImage).Build()
+	f := newFixture(pod)
+	crr := decision.CRRName(pod, 1)
+	f.w.answers["swap"] = []error{apierrors.NewInternalError(context.DeadlineExceeded)}
+	f.w.answers["crr "+crr] = []error{nil, apierrors.NewInternalError(context.DeadlineExceeded)}
+	f.sync(t)
+	if got, want := strings.Join(f.w.sent, ","), "crr "+crr+",swap"; got != want {
+		t.Fatalf("writes %s, want %s", got, want)
+	}
+	if got := f.ev.warnings(decision.ReasonSidecarKillFailed); len(got) != 1 || !strings.Contains(got[0].message, "image swap") {
+		t.Errorf("Warnings %+v, want one, for the refused swap only", got)
+	}
+}

@@ -3,6 +3,7 @@ package reconciler
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -240,4 +241,18 @@ func describePending(pending []expectation) []string {
 		}
 	}
 	return out
+}
+
+// sentThisSync reports whether the same write waits in the pod's
+// expectations: sent and accepted in an earlier pass of this sync, which
+// decides again on the same cache (a refusal of another write made it pass
+// again). Sending it once more would be a second write for nothing, and a
+// refusal of that second one would count as a failed kill.
+func (m *podMemory) sentThisSync(a decision.Action) bool {
+	for _, e := range m.pending {
+		if e.action.Kind == a.Kind && e.action.CRRName == a.CRRName && slices.Equal(e.action.Containers, a.Containers) {
+			return true
+		}
+	}
+	return false
 }

@@ -190,6 +190,10 @@ func (r *Reconciler) Sync(ctx context.Context, key cache.ObjectName) (time.Durat
 
 		refused := false
 		for _, action := range plan.Actions {
+			if pass > 0 && mem.sentThisSync(action) {
+				// Sent in an earlier pass: the cache cannot show it yet.
+				continue
+			}
 			if refused, err = r.act(ctx, logger, pod, mem, plan, action); err != nil {
 				return 0, err
 			}
