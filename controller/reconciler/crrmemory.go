@@ -2,6 +2,7 @@ package reconciler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -38,6 +39,20 @@ import (
 //     kill, and would make the next attempt beside it. So before a plan makes
 //     attempt n > 1 with no attempt n-1 known, that CRR is read from the API
 //     server (one GET, on the retry path only) and, if it exists, remembered.
+
+// createdAfterAll reports whether a CRR create that got no answer (a timeout,
+// a broken connection) was applied all the same: the API server is asked (one
+// GET, only after such a failure). Counted as not made, the next view, whose
+// cache may not show the CRR yet, would go on to the next stage's CRR beside
+// it; counted as made, the write's expectation waits for the cache to show it.
+func (r *Reconciler) createdAfterAll(ctx context.Context, pod *corev1.Pod, a decision.Action, err error) bool {
+	live, ok := r.write.(LiveChecker)
+	if foreign := (*ForeignCRRError)(nil); !ok || a.Kind != decision.ActionCreateCRR || errors.As(err, &foreign) || !noAnswer(err) {
+		return false
+	}
+	crr, lerr := live.LiveCRR(ctx, pod.Namespace, a.CRRName)
+	return lerr == nil && CheckExistingCRR(crr, r.newCRR(pod, a)) == nil
+}
 
 // noteCRRs remembers the pod's CRRs as the cache shows them now. Only Sync
 // calls it: Plan and ExplainPlan read the memory without changing it.

@@ -120,3 +120,28 @@ func TestARefusalPassDoesNotResendAnAcceptedCRR(t *testing.T) {
 		t.Errorf("Warnings %+v, want one, for the refused swap only", got)
 	}
 }
+
+// A CRR create gets no answer (a timeout) but was applied: the API server
+// says so, and the CRR counts as made. It is not sent again, and the next
+// sync, whose cache does not show it yet, waits for it rather than deciding
+// from a view without it (where a stop order would go on to the next
+// stage's CRR beside it).
+func TestATimedOutCreateThatWasAppliedCountsAsMade(t *testing.T) {
+	pod := podtest.Pod("p").Container("main", podtest.Exited(0, podtest.Epoch.Add(10*time.Second))).Container("log", markCRR).Build()
+	w := &liveWorld{world: &world{pod: pod, crrAPI: true, answers: map[string][]error{}}, live: map[string]*kruisev1alpha1.ContainerRecreateRequest{}}
+	f := newFixture(pod)
+	f.w = w.world
+	f.rec = reconciler.New(reconciler.DefaultConfig(), w.world, w, f.ev, f.metrics, f.clock)
+	name := decision.CRRName(pod, 1)
+	w.answers["crr "+name] = []error{apierrors.NewTimeoutError("no answer", 1)}
+	made := &kruisev1alpha1.ContainerRecreateRequest{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default",
+		Labels: map[string]string{reconciler.LabelManagedBy: reconciler.ManagedByValue, reconciler.LabelPodUID: string(pod.UID)}},
+		Spec: kruisev1alpha1.ContainerRecreateRequestSpec{PodName: pod.Name}}
+	w.live[name] = made
+	f.sync(t)
+	f.clock.Step(decision.DefaultPolicy().RetryBackoff)
+	f.sync(t)
+	if got, want := strings.Join(w.sent, ","), "crr "+name; got != want {
+		t.Fatalf("writes %s, want %s", got, want)
+	}
+}

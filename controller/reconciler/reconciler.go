@@ -273,6 +273,8 @@ func (r *Reconciler) act(ctx context.Context, logger klog.Logger, pod *corev1.Po
 	case a.Kind == decision.ActionCreateCRR && apierrors.IsAlreadyExists(err):
 		// Made by an earlier run of this controller: the work is done.
 		result, err = ResultAlreadyDone, nil
+	case r.createdAfterAll(ctx, pod, a, err):
+		result, err = ResultAlreadyDone, nil
 	}
 	if err != nil {
 		r.unexpect(mem, a)

@@ -53,7 +53,7 @@ func classify(err error, a decision.Action) (outcome, decision.Refusal) {
 		r.Code, r.Reason = s.Code, string(s.Reason)
 	}
 	switch {
-	case r.Code == 0, apierrors.IsTimeout(err), apierrors.IsServerTimeout(err):
+	case noAnswer(err):
 		// No answer, or one saying the request may still be processed.
 		r.MaybeApplied = true
 	case apierrors.IsTooManyRequests(err),
@@ -78,6 +78,13 @@ func classify(err error, a decision.Action) (outcome, decision.Refusal) {
 		r.Permanent = true
 	}
 	return outcomeRefused, r
+}
+
+// noAnswer reports whether a write failed without the API server saying
+// whether it was applied: no answer, or one saying it may still be.
+func noAnswer(err error) bool {
+	var status apierrors.APIStatus
+	return !errors.As(err, &status) || status.Status().Code == 0 || apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err)
 }
 
 // testOpFailed reports whether a JSON patch failed on one of its test ops,
