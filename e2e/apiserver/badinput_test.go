@@ -150,10 +150,10 @@ func TestBadInputGetsAWarningNeverAWrongKill(t *testing.T) {
 	}
 }
 
-// TestCRRDeletedBySomeoneElseIsRemade: the controller's CRR disappears while
-// the sidecar still runs; the controller makes it again (same deterministic
-// name, so never two at once), and a CRR edited by someone else does not make
-// it act twice.
+// TestCRRDeletedOrEditedBySomeoneElse: the controller's CRR disappears while
+// the sidecar still runs; the controller makes the next attempt (never two of
+// its CRRs at once), and a CRR edited by someone else does not make it act
+// twice.
 func TestCRRDeletedOrEditedBySomeoneElse(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
@@ -176,13 +176,18 @@ func TestCRRDeletedOrEditedBySomeoneElse(t *testing.T) {
 	if _, err := crrs.Update(ctx, crr, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	// Deleted: the controller sees the CRR go, the sidecar still runs, and it
-	// creates the CRR again under the same name.
+	// Deleted: the controller sees the CRR go while the sidecar still runs.
+	// Attempts never reset (a deleted CRR still counts as the attempt it
+	// was), so it makes the next attempt, under the next deterministic name;
+	// not at once: it remembers the CRR as last seen, and a stop kruise-daemon
+	// may have begun under it is given its deadline and the pod's grace
+	// period first (decision.stopUnderWay): about 100 s from the first CRR.
 	if err := crrs.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, ctx, "the CRR made again", func(ctx context.Context) (bool, error) {
-		c, err := crrs.Get(ctx, name, metav1.GetOptions{})
+	next := decision.CRRName(pod, 2)
+	waitUntilFor(t, ctx, 3*time.Minute, "the next attempt's CRR", func(ctx context.Context) (bool, error) {
+		c, err := crrs.Get(ctx, next, metav1.GetOptions{})
 		return err == nil && c.Labels["edited-by"] == "", nil
 	})
 	list, err := crrs.List(ctx, metav1.ListOptions{})

@@ -115,7 +115,14 @@ func (e *env) createPod(t *testing.T, ctx context.Context, pod *corev1.Pod) *cor
 
 func waitUntil(t *testing.T, ctx context.Context, what string, cond func(context.Context) (bool, error)) {
 	t.Helper()
-	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, cond); err != nil {
+	waitUntilFor(t, ctx, 60*time.Second, what, cond)
+}
+
+// waitUntilFor is waitUntil with its own bound, for what the controller
+// waits for by design.
+func waitUntilFor(t *testing.T, ctx context.Context, d time.Duration, what string, cond func(context.Context) (bool, error)) {
+	t.Helper()
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, d, true, cond); err != nil {
 		t.Fatalf("waiting for %s: %v", what, err)
 	}
 }
