@@ -111,6 +111,11 @@ func installAPIServerChain(server string) error {
 			"-j", "DNAT", "--to-destination", "127.0.0.1:" + port},
 		{"-t", "nat", "-I", "PREROUTING", "1", "-i", Bridge, "-j", APIServerChain},
 	}
+	return iptables(cmds)
+}
+
+// iptables runs each command in order, stopping at the first that fails.
+func iptables(cmds [][]string) error {
 	for _, c := range cmds {
 		if out, err := exec.Command("iptables", c...).CombinedOutput(); err != nil {
 			return fmt.Errorf("iptables %s: %w: %s", strings.Join(c, " "), err, out)
@@ -139,12 +144,7 @@ func installKubeletChain(nodeIP string, port int) error {
 			"-j", "DNAT", "--to-destination", "127.0.0.1:"+itoa(port)),
 		append(append([]string{"-t", "nat", "-I", "OUTPUT", "1"}, match...), "-j", KubeletChain),
 	}
-	for _, c := range cmds {
-		if out, err := exec.Command("iptables", c...).CombinedOutput(); err != nil {
-			return fmt.Errorf("iptables %s: %w: %s", strings.Join(c, " "), err, out)
-		}
-	}
-	return nil
+	return iptables(cmds)
 }
 
 func sysctlPath(name string) string { return filepath.Join("/proc/sys", name) }
