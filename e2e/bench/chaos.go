@@ -152,8 +152,9 @@ func runChaos(ctx context.Context, cfg Config, sc chaosScenario) (ChaosResult, e
 		}
 	}
 	defer func() {
-		for _, c := range w.ctls {
+		for i, c := range w.ctls {
 			_ = c.Stop()
+			keepLog(cfg, fmt.Sprintf("chaos-%s-%d.log", sc.name, i+1), c.Process.LogPath)
 		}
 	}()
 	start := time.Now()
@@ -298,4 +299,21 @@ func sum(m map[string]int) int {
 		total += v
 	}
 	return total
+}
+
+// keepLog copies a controller's log into cfg.LogDir, if one is set.
+func keepLog(cfg Config, name, path string) {
+	if cfg.LogDir == "" {
+		return
+	}
+	data, err := os.ReadFile(path)
+	if err == nil {
+		err = os.MkdirAll(cfg.LogDir, 0o755)
+	}
+	if err == nil {
+		err = os.WriteFile(filepath.Join(cfg.LogDir, name), data, 0o644)
+	}
+	if err != nil {
+		cfg.Logf("keep %s: %v", name, err)
+	}
 }

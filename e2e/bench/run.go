@@ -37,9 +37,12 @@ type Config struct {
 	KruiseBurst int
 	// ProfileDir, when set, runs the controller with --profiling and keeps a
 	// CPU profile of the burst and heap profiles there.
-	ProfileDir string               `json:"-"`
-	Root       string               `json:"-"` // repository root
-	Logf       func(string, ...any) `json:"-"`
+	ProfileDir string `json:"-"`
+	// LogDir, when set, keeps every controller's log of a chaos run there
+	// (chaos-SCENARIO-N.log), to read why a check failed.
+	LogDir string               `json:"-"`
+	Root   string               `json:"-"` // repository root
+	Logf   func(string, ...any) `json:"-"`
 }
 
 // Report is one run's figures.
