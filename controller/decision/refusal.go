@@ -37,19 +37,26 @@ type Refusal struct {
 	// same write is sent again, and finds its work done if it was.
 	MaybeApplied bool
 	// Count is how many times in a row this kind of write was refused for
-	// the pod; At is the latest.
-	Count int
-	At    time.Time
+	// the pod; Permanents how many of those were permanent; At is the latest.
+	Count      int
+	Permanents int
+	At         time.Time
 }
 
 // MaxRefusalMessage bounds the refusal text carried into events and logs:
 // a webhook's message is written by someone else.
 const MaxRefusalMessage = 256
 
-// permanentRefusalTries is how often a permanently refused write is sent in
-// all: once more after the long backoff, in case the operator fixed the cause
-// (a feature gate, a policy) in the meantime; then the controller gives up.
-const permanentRefusalTries = 2
+// permanentRefusalTries is how many permanent refusals of a write the
+// controller takes before it gives up. One answer is not proof: an API
+// server that has just restarted answers 403 until its authorizer's caches
+// have synced (seen in `make chaos`, apiserver-restart: a CRR create refused
+// "cannot create resource" 7 s after a broken connection, then allowed), so
+// the first permanent refusal is asked again after the short backoff; the
+// second after the long one, in case the operator fixed the cause (a feature
+// gate, a policy) in the meantime; the third is final. Transient refusals
+// before them do not count towards these three.
+const permanentRefusalTries = 3
 
 // Describe names the refusal for a person: the status and the answer.
 func (r Refusal) Describe() string {
@@ -85,7 +92,8 @@ func latestRefusal(refusals []Refusal, kind ActionKind, container string) *Refus
 // refusalWait says what to do about a refused write: retry now (zero, false),
 // wait (the time left, false), or give up (true). Transient refusals back off
 // from RetryBackoff, doubling up to RefusalBackoffMax, and give up after
-// MaxRefusals; permanent ones wait RefusalBackoffMax and give up sooner.
+// MaxRefusals; permanent ones are retried once after RetryBackoff, once
+// after RefusalBackoffMax, and then given up (permanentRefusalTries).
 func refusalWait(r *Refusal, p Policy, now time.Time) (time.Duration, bool) {
 	if r == nil {
 		return 0, false
@@ -104,11 +112,17 @@ func refusalWait(r *Refusal, p Policy, now time.Time) (time.Duration, bool) {
 	if backoff > p.RefusalBackoffMax {
 		backoff = p.RefusalBackoffMax
 	}
-	if r.Permanent {
-		limit, backoff = permanentRefusalTries, p.RefusalBackoffMax
-	}
 	if r.Count >= limit {
 		return 0, true
+	}
+	if r.Permanent {
+		if r.Permanents >= permanentRefusalTries {
+			return 0, true
+		}
+		backoff = p.RefusalBackoffMax
+		if r.Permanents <= 1 {
+			backoff = p.RetryBackoff
+		}
 	}
 	return r.At.Add(backoff).Sub(now), false
 }

@@ -18,12 +18,20 @@ var (
 	webhookDown = Refusal{Kind: ActionCreateCRR, Containers: []string{"log"}, Attempt: 1, Code: 500, Reason: "InternalError",
 		Message: `Internal error occurred: failed calling webhook "mcontainerrecreaterequest.kb.io": connection refused`, Count: 1, At: now}
 	gateOff = Refusal{Kind: ActionCreateCRR, Containers: []string{"log"}, Attempt: 1, Code: 403, Permanent: true,
-		Message: `admission webhook "mcontainerrecreaterequest.kb.io" denied the request: feature-gate KruiseDaemon is not enabled`, Count: 1, At: now}
+		Message: `admission webhook "mcontainerrecreaterequest.kb.io" denied the request: feature-gate KruiseDaemon is not enabled`, Count: 1, Permanents: 1, At: now}
 	policyNo = Refusal{Kind: ActionSwapImage, Containers: []string{"log"}, Code: 422, Reason: "Invalid", Permanent: true,
-		Message: `pods "p" is forbidden: ValidatingAdmissionPolicy 'images' denied request`, Count: 1, At: now}
+		Message: `pods "p" is forbidden: ValidatingAdmissionPolicy 'images' denied request`, Count: 1, Permanents: 1, At: now}
 )
 
-func refused(r Refusal, count int, at time.Time) Refusal { r.Count, r.At = count, at; return r }
+// refused is r refused count times in a row, the latest at at; a permanent
+// refusal every time.
+func refused(r Refusal, count int, at time.Time) Refusal {
+	r.Count, r.At = count, at
+	if r.Permanent {
+		r.Permanents = count
+	}
+	return r
+}
 
 func TestDecideRefusals(t *testing.T) {
 	withImage := podtest.Pod("p").Container("main", exited(0)).Container("log", markCRR, markImage).Build()
@@ -75,13 +83,23 @@ func TestDecideRefusals(t *testing.T) {
 			want: want{verdict: VerdictNoPath, problems: []string{ReasonSidecarKillFailed, ReasonSidecarKillGaveUp, ReasonNoTerminationPath},
 				failed: []string{"log"}},
 		},
-		"CRR refused permanently (403), no image: long backoff, not the short one": {
+		"CRR refused permanently (403) once, no image: asked again after the short backoff (an API server just restarted answers 403 until its authorizer has synced)": {
 			pod: crrOnly, refusals: []Refusal{gateOff},
+			want: want{verdict: VerdictInProgress, problems: []string{ReasonSidecarKillFailed}, failed: []string{"log"},
+				requeue: p.RetryBackoff},
+		},
+		"CRR refused permanently twice: the long backoff": {
+			pod: crrOnly, refusals: []Refusal{refused(gateOff, 2, now)},
 			want: want{verdict: VerdictInProgress, problems: []string{ReasonSidecarKillFailed}, failed: []string{"log"},
 				requeue: p.RefusalBackoffMax},
 		},
-		"CRR refused permanently twice: give up with a Warning": {
-			pod: crrOnly, refusals: []Refusal{refused(gateOff, 2, now.Add(-time.Hour))},
+		"CRR refused for a broken connection, then permanently (403) once: not given up, the short backoff": {
+			pod: crrOnly, refusals: []Refusal{func() Refusal { r := gateOff; r.Count = 2; return r }()},
+			want: want{verdict: VerdictInProgress, problems: []string{ReasonSidecarKillFailed}, failed: []string{"log"},
+				requeue: p.RetryBackoff},
+		},
+		"CRR refused permanently three times: give up with a Warning": {
+			pod: crrOnly, refusals: []Refusal{refused(gateOff, 3, now.Add(-time.Hour))},
 			want: want{verdict: VerdictNoPath, problems: []string{ReasonSidecarKillFailed, ReasonSidecarKillGaveUp, ReasonNoTerminationPath},
 				failed: []string{"log"}},
 		},
@@ -103,22 +121,26 @@ func TestDecideRefusals(t *testing.T) {
 		},
 
 		// A refused image patch (issue 17 item 3): a Warning, a long backoff, then a give-up; never a storm.
-		"swap refused by an admission policy (422): Warning, long backoff": {
+		"swap refused by an admission policy (422): Warning, short backoff once": {
 			pod: imageOnly, refusals: []Refusal{policyNo},
+			want: want{verdict: VerdictInProgress, problems: []string{ReasonSidecarKillFailed}, requeue: p.RetryBackoff},
+		},
+		"swap refused by an admission policy twice: long backoff": {
+			pod: imageOnly, refusals: []Refusal{refused(policyNo, 2, now)},
 			want: want{verdict: VerdictInProgress, problems: []string{ReasonSidecarKillFailed}, requeue: p.RefusalBackoffMax},
 		},
 		"swap refused for good, no CRR mark: give up, no path": {
-			pod: imageOnly, refusals: []Refusal{refused(policyNo, 2, now.Add(-time.Hour))},
+			pod: imageOnly, refusals: []Refusal{refused(policyNo, 3, now.Add(-time.Hour))},
 			want: want{verdict: VerdictNoPath, problems: []string{ReasonSidecarKillFailed, ReasonNoTerminationPath}},
 		},
 		"swap refused for good on a virtual node: no path": {
-			pod: bothOnVirtual, node: virtual, refusals: []Refusal{refused(policyNo, 2, now.Add(-time.Hour))},
+			pod: bothOnVirtual, node: virtual, refusals: []Refusal{refused(policyNo, 3, now.Add(-time.Hour))},
 			want: want{verdict: VerdictNoPath, problems: []string{ReasonSidecarKillFailed, ReasonNoTerminationPath}},
 		},
 		"swap refused for good after a failed CRR: the CRR path is used again": {
 			pod:      withImage,
 			crrs:     []CRR{{Name: "c1", Attempt: 1, Containers: []string{"log"}, Phase: "Completed", Created: t0, Completed: t0}},
-			refusals: []Refusal{refused(policyNo, 2, now.Add(-time.Hour))},
+			refusals: []Refusal{refused(policyNo, 3, now.Add(-time.Hour))},
 			want: want{verdict: VerdictAct, actions: []Action{crrFor("p", 2, "log")},
 				problems: []string{ReasonSidecarKillFailed, ReasonSidecarKillFailed}, failed: []string{"log"}},
 		},
@@ -147,16 +169,16 @@ func TestDecideRefusals(t *testing.T) {
 
 func TestDecideSettleRefused(t *testing.T) {
 	pod := podtest.Pod("p").Container("main", exited(0)).Container("log", markCRR, ignoreRC).Build()
-	r := Refusal{Kind: ActionSettlePhase, Containers: []string{"log"}, Code: 403, Permanent: true, Message: "forbidden", Count: 1, At: now}
+	r := Refusal{Kind: ActionSettlePhase, Containers: []string{"log"}, Code: 403, Permanent: true, Message: "forbidden", Count: 2, Permanents: 2, At: now}
 	plan := Decide(Input{Pod: pod, Node: normal, CRRAPI: true, Refusals: []Refusal{r}, Now: now, Policy: DefaultPolicy()})
 	if plan.Verdict != VerdictInProgress || len(plan.Actions) != 0 || plan.RequeueAfter != DefaultPolicy().RefusalBackoffMax ||
 		len(plan.Problems) != 1 || plan.Problems[0].Reason != ReasonPhaseSettleRefused {
 		t.Fatalf("refused settle: %s %v %s %+v", plan.Verdict, plan.Actions, plan.RequeueAfter, plan.Problems)
 	}
-	r.Count, r.At = 2, now.Add(-time.Hour)
+	r.Count, r.Permanents, r.At = 3, 3, now.Add(-time.Hour)
 	plan = Decide(Input{Pod: pod, Node: normal, CRRAPI: true, Refusals: []Refusal{r}, Now: now, Policy: DefaultPolicy()})
 	if plan.Verdict != VerdictNoPath || len(plan.Actions) != 0 {
-		t.Fatalf("settle refused twice: %s %v", plan.Verdict, plan.Actions)
+		t.Fatalf("settle refused three times: %s %v", plan.Verdict, plan.Actions)
 	}
 }
 

@@ -47,10 +47,11 @@ func crrOfStage(stage, attempt int, phase string, created time.Time, containers 
 }
 
 // deleteRefused is a deletion of the stage's first CRR refused for good
-// (403: an RBAC or a policy without it).
+// (403: an RBAC or a policy without it), twice: its retry waits the long
+// backoff.
 func deleteRefused(stage int, at time.Time) Refusal {
 	return Refusal{Kind: ActionDeleteCRR, CRRName: StageCRRName(podtest.Pod("p").Build(), stage, 1), Code: 403, Reason: "Forbidden",
-		Permanent: true, Message: "forbidden", Count: 1, At: at}
+		Permanent: true, Message: "forbidden", Count: 2, Permanents: 2, At: at}
 }
 
 // stageWant is what matters of a plan with an order: want, plus the stage.

@@ -165,7 +165,7 @@ type Policy struct {
 	// why the sidecar still is not terminated.
 	SwapStartAllowance time.Duration
 	// RefusalBackoffMax caps the backoff between refused writes; a
-	// permanently refused write waits this long before its one retry.
+	// permanently refused write waits this long before its last retry.
 	RefusalBackoffMax time.Duration
 	// DefaultQuickExitImage is swapped in for marked sidecars that name no
 	// quick-exit image of their own, but only where no CRR path exists: no

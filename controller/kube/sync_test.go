@@ -193,7 +193,7 @@ func TestSyncAfterRestartDoesNotCreateASecondCRR(t *testing.T) {
 // A CRR someone else made under our deterministic name is not our work
 // done: the pod gets a Warning naming it, the metrics count an error, and
 // the create is not retried in a loop (a permanent refusal: once more after
-// the long backoff, then given up).
+// the short backoff, once after the long one, then given up).
 func TestSyncDoesNotTakeAForeignCRRUnderItsNameForItsOwn(t *testing.T) {
 	pod := jobPod("job-f", podtest.Env(decision.EnvTerminate, "true")).Build()
 	for name, labels := range map[string]map[string]string{
@@ -222,10 +222,15 @@ func TestSyncDoesNotTakeAForeignCRRUnderItsNameForItsOwn(t *testing.T) {
 			if got := counterValue(t, f.metrics, "ContainerRecreateRequest", reconciler.ResultError); got != 1 {
 				t.Errorf("error count = %v, want 1", got)
 			}
-			// Within the long backoff nothing is sent again.
+			// Asked once more after the short backoff, meeting the same CRR;
+			// then nothing within the long backoff.
+			f.clock.Step(decision.DefaultPolicy().RetryBackoff)
+			if writes := f.sync("job-f"); len(writes) != 1 || writes[0].GetVerb() != "create" {
+				t.Errorf("want the one confirming create after the short backoff, got %v", writes)
+			}
 			f.clock.Step(time.Minute)
 			if writes := f.sync("job-f"); len(writes) != 0 {
-				t.Errorf("refused create sent again within the backoff: %v", writes)
+				t.Errorf("refused create sent again within the long backoff: %v", writes)
 			}
 		})
 	}

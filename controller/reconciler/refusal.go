@@ -142,9 +142,12 @@ func (m *podMemory) remember(r decision.Refusal, now time.Time) decision.Refusal
 	if m.refused == nil {
 		m.refused = map[decision.ActionKind]decision.Refusal{}
 	}
-	r.Count, r.At = 1, now
+	r.Count, r.Permanents, r.At = 1, 0, now
 	if prev, ok := m.refused[r.Kind]; ok && prev.Attempt == r.Attempt && prev.CRRName == r.CRRName {
-		r.Count = prev.Count + 1
+		r.Count, r.Permanents = prev.Count+1, prev.Permanents
+	}
+	if r.Permanent {
+		r.Permanents++
 	}
 	m.refused[r.Kind] = r
 	return r

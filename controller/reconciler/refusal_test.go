@@ -2,6 +2,7 @@ package reconciler_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -194,32 +195,37 @@ func TestRefusedCRRWithoutImageBacksOffThenGivesUp(t *testing.T) {
 
 // Issue 17 item 3: an image patch refused by an admission policy (422 that
 // is not our test op) is a Warning, counted as an error and not as stale,
-// and is not sent again before the long backoff.
+// asked once more after the short backoff (one answer is not proof: see
+// decision's permanentRefusalTries), once more after the long one, and then
+// given up: three sends in all, never a storm.
 func TestRefusedSwapIsPermanent(t *testing.T) {
 	f := newFixture(jobPod(markImage))
 	policy := apierrors.NewGenericServerResponse(422, "patch", schema.GroupResource{Resource: "pods"}, "p",
 		"ValidatingAdmissionPolicy 'images' with binding 'images' denied request: image not allowed", 0, false)
-	f.w.answers["swap"] = []error{policy, policy}
-	after := f.sync(t)
-	if after != decision.DefaultPolicy().RefusalBackoffMax {
-		t.Errorf("requeue after a permanent refusal = %s, want %s", after, decision.DefaultPolicy().RefusalBackoffMax)
+	f.w.answers["swap"] = []error{policy, policy, policy}
+	p := decision.DefaultPolicy()
+	for i, wait := range []time.Duration{p.RetryBackoff, p.RefusalBackoffMax} {
+		after := f.sync(t)
+		if after != wait {
+			t.Errorf("requeue after permanent refusal %d = %s, want %s", i+1, after, wait)
+		}
+		for range 4 {
+			f.clock.Step(wait / 5)
+			f.sync(t)
+		}
+		if len(f.w.sent) != i+1 {
+			t.Fatalf("a permanently refused swap was sent %d times within backoff %d", len(f.w.sent), i+1)
+		}
+		f.clock.Step(wait / 5)
 	}
-	for i := 0; i < 10; i++ {
-		f.clock.Step(time.Second)
-		f.sync(t)
-	}
-	if len(f.w.sent) != 1 {
-		t.Fatalf("a permanently refused swap was sent %d times within its backoff", len(f.w.sent))
-	}
-	f.clock.Step(decision.DefaultPolicy().RefusalBackoffMax)
 	f.sync(t)
 	f.clock.Step(time.Hour)
 	f.sync(t)
-	if len(f.w.sent) != 2 {
-		t.Fatalf("want the one retry after the long backoff, then nothing; sent %v", f.w.sent)
+	if len(f.w.sent) != 3 {
+		t.Fatalf("want a retry after the short backoff and one after the long one, then nothing; sent %v", f.w.sent)
 	}
-	if got := testutil.ToFloat64(f.metrics.Actions.WithLabelValues(string(decision.ActionSwapImage), reconciler.ResultError)); got != 2 {
-		t.Errorf("swap actions with result error = %v, want 2", got)
+	if got := testutil.ToFloat64(f.metrics.Actions.WithLabelValues(string(decision.ActionSwapImage), reconciler.ResultError)); got != 3 {
+		t.Errorf("swap actions with result error = %v, want 3", got)
 	}
 	if got := testutil.ToFloat64(f.metrics.Actions.WithLabelValues(string(decision.ActionSwapImage), reconciler.ResultStale)); got != 0 {
 		t.Errorf("swap actions with result stale = %v, want 0", got)
@@ -363,5 +369,41 @@ func TestCRRWebhookBadRequestIsRetriedSoon(t *testing.T) {
 	f.sync(t)
 	if len(f.w.sent) != 2 || f.w.sent[1] != crr {
 		t.Fatalf("after the backoff: writes %v, want the same CRR again", f.w.sent)
+	}
+}
+
+// Found by `make chaos` (apiserver-restart, 1 pod of 1,000 left running): a
+// kube-apiserver that has just restarted refuses connections, then answers
+// 403 for a moment, until its RBAC authorizer's caches have synced. The 403
+// after a broken connection was the CRR's second refusal in a row, and a
+// permanent refusal gave up at two in all, so the pod got SidecarKillGaveUp
+// and was left running. Transient refusals do not count towards a permanent
+// refusal's tries, and the first permanent refusal is asked again after the
+// short backoff: the create goes through.
+func TestForbiddenJustAfterAnAPIServerRestartIsAskedAgain(t *testing.T) {
+	f := newFixture(jobPod(markCRR))
+	crr := "crr " + decision.CRRName(f.w.pod, 1)
+	refused := errors.New(`Post "https://127.0.0.1:6443/apis/apps.kruise.io/v1alpha1/namespaces/default/containerrecreaterequests": dial tcp 127.0.0.1:6443: connect: connection refused`)
+	rbacNotSynced := apierrors.NewForbidden(schema.GroupResource{Group: "apps.kruise.io", Resource: "containerrecreaterequests"}, "",
+		errors.New(`User "system:serviceaccount:sidecar-terminator-system:sidecar-terminator" cannot create resource "containerrecreaterequests"`))
+	f.w.answers[crr] = []error{refused, rbacNotSynced}
+	for i := 0; i < 4; i++ {
+		after := f.sync(t)
+		if len(f.w.sent) == 3 {
+			break
+		}
+		if after <= 0 || after > decision.DefaultPolicy().RetryBackoff*2 {
+			t.Fatalf("sync %d: requeue %s, want a short backoff (sent %v, events %+v)", i+1, after, f.w.sent, f.ev.list)
+		}
+		f.clock.Step(after)
+	}
+	if len(f.w.sent) != 3 || f.w.sent[2] != crr {
+		t.Fatalf("sent %v, want the create three times: refused, forbidden, accepted", f.w.sent)
+	}
+	if gaveUp := f.ev.warnings(decision.ReasonSidecarKillGaveUp); len(gaveUp) != 0 {
+		t.Errorf("gave up on a 403 seen once: %+v", gaveUp)
+	}
+	if got := testutil.ToFloat64(f.metrics.Actions.WithLabelValues(string(decision.ActionCreateCRR), reconciler.ResultSuccess)); got != 1 {
+		t.Errorf("successful creates = %v, want 1", got)
 	}
 }

@@ -34,7 +34,8 @@ func stageCRR(name string, stage int, containers ...string) *kruisev1alpha1.Cont
 // up one of a pod's CRRs at a time, and kruise-manager counts each one's
 // deadline from its creation, so a CRR made beside the shipper's would spend
 // its deadline waiting. With the delete refused for good (an RBAC without
-// it), the proxy's CRR waits for the shipper's deadline, when kruise-manager
+// it; asked once more after the short backoff), the proxy's CRR waits for
+// the shipper's deadline, when kruise-manager
 // completes it; with the delete timed out, the delete is sent again after
 // the backoff, then the proxy's CRR.
 func TestNextStageDeletesTheEarlierCRR(t *testing.T) {
@@ -46,7 +47,7 @@ func TestNextStageDeletesTheEarlierCRR(t *testing.T) {
 		want [][]string
 	}{
 		"delete accepted":         {want: [][]string{{"delete ST1", "crr ST2"}}},
-		"delete refused for good": {answer: forbidden, want: [][]string{{"delete ST1"}, {"crr ST2"}}},
+		"delete refused for good": {answer: forbidden, want: [][]string{{"delete ST1"}, {"delete ST1"}, {"crr ST2"}}},
 		"delete timed out":        {answer: apierrors.NewTimeoutError("slow", 1), want: [][]string{{"delete ST1"}, {"delete ST1", "crr ST2"}}},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -59,6 +60,9 @@ func TestNextStageDeletesTheEarlierCRR(t *testing.T) {
 			f.w.crrs = []*kruisev1alpha1.ContainerRecreateRequest{stageCRR(st1, 1, "fluent-bit")}
 			if tc.answer != nil {
 				f.w.answers["delete "+st1] = []error{tc.answer}
+				if tc.answer == forbidden { // for good: the confirming retry is refused too
+					f.w.answers["delete "+st1] = []error{tc.answer, tc.answer}
+				}
 			}
 			names := strings.NewReplacer("ST1", st1, "ST2", st2)
 			var after time.Duration
