@@ -61,6 +61,15 @@ type Faults struct {
 	// every CRR as it is admitted, so the controller's informer, which
 	// lists by that label, never shows the CRRs it made.
 	CRRLabelStripped bool
+	// APIServerRestart: kube-apiserver is down from APIServerDownFrom for
+	// APIServerDownFor (every write: connection refused, not applied), then
+	// serves but denies every write with RBAC's 403 for AuthzUnsyncedFor,
+	// until its authorizer's caches have synced. Seen on the real API
+	// server (make chaos, apiserver-restart): a CRR create and image patches
+	// answered "cannot create resource" seconds after the restart.
+	APIServerDownFrom time.Duration
+	APIServerDownFor  time.Duration
+	AuthzUnsyncedFor  time.Duration
 }
 
 func (f Faults) withDefaults() Faults {
@@ -107,6 +116,7 @@ func (f Faults) String() string {
 	add(f.CRRTTL > 0, "crr-ttl=%s", f.CRRTTL)
 	add(f.KubeletPhaseWriteBack > 0, "phase-write-back=%.2f", f.KubeletPhaseWriteBack)
 	add(f.CRRLabelStripped, "crr-label-stripped")
+	add(f.APIServerDownFor > 0, "apiserver-restart@%s(down %s, 403 %s)", f.APIServerDownFrom, f.APIServerDownFor, f.AuthzUnsyncedFor)
 	if len(out) == 0 {
 		return "-"
 	}
@@ -119,6 +129,9 @@ var podsResource = schema.GroupResource{Resource: "pods"}
 // or a timeout reported after (applied is then a coin toss).
 func (s *Sim) writeFault(verb string) (before error, timeout bool) {
 	f := s.sc.Faults
+	if err := s.apiServerRestarting(verb); err != nil {
+		return err, false
+	}
 	r := s.rng.Float64()
 	switch {
 	case r < f.WriteErrors:
@@ -132,4 +145,26 @@ func (s *Sim) writeFault(verb string) (before error, timeout bool) {
 		return nil, true
 	}
 	return nil, false
+}
+
+// apiServerRestarting is the APIServerRestart fault's answer to a write now,
+// or nil outside its window. It draws nothing from the random source, so the
+// other faults' draws are the same with or without it.
+func (s *Sim) apiServerRestarting(verb string) error {
+	f := s.sc.Faults
+	if f.APIServerDownFor <= 0 {
+		return nil
+	}
+	down := Epoch.Add(f.APIServerDownFrom)
+	up := down.Add(f.APIServerDownFor)
+	now := s.now()
+	switch {
+	case now.Before(down):
+		return nil
+	case now.Before(up):
+		return fmt.Errorf("dial tcp 127.0.0.1:6443: connect: connection refused (simulated restart, %s)", verb)
+	case now.Before(up.Add(f.AuthzUnsyncedFor)):
+		return apierrors.NewForbidden(podsResource, verb, fmt.Errorf(`User "system:serviceaccount:sidecar-terminator-system:sidecar-terminator" cannot %s: RBAC caches not synced yet (simulated)`, verb))
+	}
+	return nil
 }

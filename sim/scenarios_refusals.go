@@ -39,6 +39,15 @@ var refusalScenarios = []Scenario{
 		Faults: Faults{CRRWebhook: CRDRemoved, CRRWebhookFrom: 45 * time.Second}, DefaultQuickExitImage: QuickExitImage, Nodes: normalNodes, Templates: []Template{
 			refusedBoth, refusedCRR}},
 
+	// A restart of kube-apiserver: writes refused (no connection), then
+	// denied with 403 while its RBAC caches sync. A 403 seen once is asked
+	// again after the short backoff, so every pod completes; found by make
+	// chaos, where a pod was given up after one 403.
+	{Name: "apiserver-restart-403", Purpose: "kube-apiserver down 10 s from 30 s, then answering every write 403 for 5 s until its RBAC caches sync: no pod given up, every pod completes",
+		Faults: Faults{APIServerDownFrom: 30 * time.Second, APIServerDownFor: 10 * time.Second, AuthzUnsyncedFor: 5 * time.Second}, Nodes: mixedNodes, Templates: []Template{
+			never("rst-crr", job(), sidecar("proxy", "exit:0", markCRR)),
+			never("rst-vk", job(), sidecar("proxy", "exit:0", markImage)).virtual()}},
+
 	// Item 2: the swap is followed through.
 	{Name: "swap-image-not-pulled", Purpose: "the quick-exit image cannot be pulled on any node: the swapped sidecar waits in ErrImagePull/ImagePullBackOff and a Warning names it",
 		Nodes: []NodeGroup{{Count: 10, Missing: []string{QuickExitImage}}, {Count: 5, Virtual: true, Missing: []string{QuickExitImage}}}, Templates: []Template{
