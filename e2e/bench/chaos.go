@@ -11,6 +11,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
 	"github.com/sidecar-terminator/sidecar-terminator/e2e/cluster"
 )
 
@@ -51,6 +52,8 @@ type chaosWorld struct {
 	restart func(ctx context.Context) error
 	// kruiseDown is the kruise-manager-down scenario's state.
 	kruiseDown *kruiseDown
+	// outage is how long kube-apiserver was away (apiserver-restart).
+	outage time.Duration
 }
 
 var chaosScenarios = []chaosScenario{
@@ -81,9 +84,11 @@ var chaosScenarios = []chaosScenario{
 					w.cfg.Logf("restart kube-apiserver: %v", err)
 					return
 				}
-				w.cfg.Logf("kube-apiserver restarted: serving again %.1fs after it was stopped, %.1fs into the burst", time.Since(down).Seconds(), time.Since(b.start).Seconds())
+				w.outage = time.Since(down)
+				w.cfg.Logf("kube-apiserver restarted: serving again %.1fs after it was stopped, %.1fs into the burst", w.outage.Seconds(), time.Since(b.start).Seconds())
 			}}
-		}},
+		},
+		check: checkRestartRefusals},
 	{name: "kruise-daemon-down-30s", purpose: "CRR-path sidecars stop only 30 s after the burst: past the 10 s CRR deadline the controller retries, one CRR at a time, bounded",
 		maxCRRs: 3, args: []string{"--crr-deadline=10s", "--crr-retry-backoff=2s"},
 		opts: func(*chaosWorld) burstOptions { return burstOptions{daemonDownFor: 30 * time.Second} }},
@@ -316,4 +321,54 @@ func keepLog(cfg Config, name, path string) {
 	if err != nil {
 		cfg.Logf("keep %s: %v", name, err)
 	}
+}
+
+// checkRestartRefusals: no retry storm while kube-apiserver restarts. The
+// API server cannot count what it refused while it was away, so the
+// controller's own log does: each refused write is a "Write refused" line
+// naming the pod. A pod's write is retried after the short backoff,
+// doubling; within the outage and the moment after it when the new API
+// server still answers 403 (its RBAC caches unsynced), that allows only a
+// few refusals per pod.
+func checkRestartRefusals(_ context.Context, w *chaosWorld, res *ChaosResult) {
+	perPod := map[string]int{}
+	for _, c := range w.ctls {
+		data, err := os.ReadFile(c.Process.LogPath)
+		if err != nil {
+			res.Failures = append(res.Failures, fmt.Sprintf("controller log: %v", err))
+			return
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			if !strings.Contains(line, `"Write refused"`) {
+				continue
+			}
+			if _, rest, ok := strings.Cut(line, ` pod="`); ok {
+				pod, _, _ := strings.Cut(rest, `"`)
+				perPod[pod]++
+			}
+		}
+	}
+	window := w.outage + 10*time.Second // the outage, then the 403s of unsynced RBAC caches
+	allowed := refusalsWithin(window, decision.DefaultPolicy().RetryBackoff)
+	worst := maxValue(perPod)
+	msg := fmt.Sprintf("no retry storm: %d refused writes over %d pods while kube-apiserver was away %.1fs (at most %d for one pod; the backoff allows %d)",
+		sum(perPod), len(perPod), w.outage.Seconds(), worst, allowed)
+	if worst > allowed {
+		res.Failures = append(res.Failures, msg)
+		return
+	}
+	res.Checks = append(res.Checks, msg)
+}
+
+// refusalsWithin is how often one pod's write can be refused within w: the
+// first refusal, then one per retry, each after the backoff, which starts
+// at base and doubles.
+func refusalsWithin(w, base time.Duration) int {
+	n, at, step := 1, time.Duration(0), base
+	for step > 0 && at+step <= w {
+		at += step
+		step *= 2
+		n++
+	}
+	return n
 }
