@@ -9,44 +9,18 @@ import (
 	"testing"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/sidecar-terminator/sidecar-terminator/hack/readme"
 )
 
-// readmeSection returns the text of the README's section under heading,
-// up to the next section of the same level.
+// readmeSection returns the text of the README's section under heading.
 func readmeSection(t *testing.T, root, heading string) string {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(root, "README.md"))
+	section, err := readme.Section(root, heading)
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc := string(raw)
-	i := strings.Index(doc, "\n"+heading+"\n")
-	if i < 0 {
-		t.Fatalf("README.md has no %q section", heading)
-	}
-	rest := doc[i+len(heading)+2:]
-	if j := strings.Index(rest, "\n## "); j >= 0 {
-		rest = rest[:j]
-	}
-	return rest
-}
-
-var shBlock = regexp.MustCompile("(?s)```sh\n(.*?)```")
-
-// shellCommands returns the commands of the section's sh blocks, one per
-// entry, continuation lines joined and comments dropped.
-func shellCommands(section string) []string {
-	var out []string
-	for _, m := range shBlock.FindAllStringSubmatch(section, -1) {
-		joined := strings.ReplaceAll(m[1], "\\\n", " ")
-		for _, line := range strings.Split(joined, "\n") {
-			line = strings.TrimSpace(line)
-			if line != "" && !strings.HasPrefix(line, "#") {
-				out = append(out, line)
-			}
-		}
-	}
-	return out
+	return section
 }
 
 // shellWords splits a command as sh does for the quoting these commands
@@ -150,7 +124,7 @@ func TestReadmeInstallCommandsMatchTheChart(t *testing.T) {
 		prose = append(prose, shellWords(m[1]))
 	}
 	ours, kustomize, kruise := 0, 0, 0
-	for _, cmd := range shellCommands(section) {
+	for _, cmd := range readme.ShellCommands(section) {
 		words := shellWords(placeholders.Replace(cmd))
 		switch {
 		case len(words) >= 4 && words[0] == "helm" && words[1] == "install" && words[3] == "kruise":
@@ -256,7 +230,7 @@ func TestReadmeMakeTargetsExist(t *testing.T) {
 	for _, m := range regexp.MustCompile("`(make [^`]*)`").FindAllStringSubmatch(string(raw), -1) {
 		uses = append(uses, m[1])
 	}
-	for _, cmd := range shellCommands(string(raw)) {
+	for _, cmd := range readme.ShellCommands(string(raw)) {
 		if strings.HasPrefix(cmd, "make ") {
 			cmd, _, _ = strings.Cut(cmd, "#")
 			uses = append(uses, cmd)

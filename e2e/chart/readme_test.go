@@ -5,15 +5,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sidecar-terminator/sidecar-terminator/controller/deploy"
-)
 
-var shBlock = regexp.MustCompile("(?s)```sh\n(.*?)```")
+	"github.com/sidecar-terminator/sidecar-terminator/hack/readme"
+)
 
 // readmeInstallCommand returns the README's command that installs the
 // controller with the chart's defaults: the first `helm install
@@ -21,24 +20,13 @@ var shBlock = regexp.MustCompile("(?s)```sh\n(.*?)```")
 // exactly as a reader copies it.
 func readmeInstallCommand(t *testing.T, root string) string {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(root, "README.md"))
+	section, err := readme.Section(root, "## Install on a cluster")
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc := string(raw)
-	i := strings.Index(doc, "\n## Install on a cluster\n")
-	if i < 0 {
-		t.Fatal("README.md has no \"Install on a cluster\" section")
-	}
-	section := doc[i+1:]
-	if j := strings.Index(section[3:], "\n## "); j >= 0 {
-		section = section[:j+3]
-	}
-	for _, m := range shBlock.FindAllStringSubmatch(section, -1) {
-		for _, line := range strings.Split(strings.ReplaceAll(m[1], "\\\n", " "), "\n") {
-			if line = strings.TrimSpace(line); strings.HasPrefix(line, "helm install sidecar-terminator ") {
-				return line
-			}
+	for _, line := range readme.ShellCommands(section) {
+		if strings.HasPrefix(line, "helm install sidecar-terminator ") {
+			return line
 		}
 	}
 	t.Fatal("no `helm install sidecar-terminator` command in the README's install section")
