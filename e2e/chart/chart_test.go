@@ -239,17 +239,10 @@ func checkNotes(ctx context.Context, t *testing.T, root, kubeconfig string, inst
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin := t.TempDir()
-	for name, target := range map[string]string{"kubectl": kb[cluster.Kubectl], "sidecar-terminator": ctl} {
-		if err := os.Symlink(target, filepath.Join(bin, name)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	tools := map[string]string{"kubectl": kb[cluster.Kubectl], "sidecar-terminator": ctl}
 	for _, c := range cmds {
 		c = strings.ReplaceAll(c, "NAMESPACE POD", pod.Namespace+" "+pod.Name)
-		cmd := exec.CommandContext(ctx, "bash", "-c", c)
-		cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
-		out, err := cmd.CombinedOutput()
+		out, err := asReader(ctx, t, root, kubeconfig, tools, c)
 		if err != nil {
 			t.Errorf("NOTES command `%s`: %v\n%s", c, err, out)
 			continue

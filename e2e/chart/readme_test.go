@@ -39,15 +39,24 @@ func readmeInstallCommand(t *testing.T, root string) string {
 func runReadmeInstall(ctx context.Context, t *testing.T, root, helm, kubeconfig string) (string, []byte, error) {
 	t.Helper()
 	cmdline := readmeInstallCommand(t, root)
+	out, err := asReader(ctx, t, root, kubeconfig, map[string]string{"helm": helm}, cmdline)
+	return cmdline, out, err
+}
+
+// asReader runs a command line with bash in dir, as a reader would in a
+// shell with KUBECONFIG set and the named tools (name: binary) first on PATH.
+func asReader(ctx context.Context, t *testing.T, dir, kubeconfig string, tools map[string]string, cmdline string) ([]byte, error) {
+	t.Helper()
 	bin := t.TempDir()
-	if err := os.Symlink(helm, filepath.Join(bin, "helm")); err != nil {
-		t.Fatal(err)
+	for name, target := range tools {
+		if err := os.Symlink(target, filepath.Join(bin, name)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	cmd := exec.CommandContext(ctx, "bash", "-c", cmdline)
-	cmd.Dir = root
+	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
-	out, err := cmd.CombinedOutput()
-	return cmdline, out, err
+	return cmd.CombinedOutput()
 }
 
 func TestReadmeInstallCommandIsFound(t *testing.T) {
