@@ -38,6 +38,10 @@ var refusalScenarios = []Scenario{
 	{Name: "crd-removed-default-image", Purpose: "the CRD removed mid-run, with a default quick-exit image: every pod completes, by CRR before and by swap after",
 		Faults: Faults{CRRWebhook: CRDRemoved, CRRWebhookFrom: 45 * time.Second}, DefaultQuickExitImage: QuickExitImage, Nodes: normalNodes, Templates: []Template{
 			refusedBoth, refusedCRR}},
+	{Name: "crd-removed-mid-stop", Purpose: "the CRD removed while kruise-daemon stops sidecars that drain until SIGKILL: the CRRs go, their stops do not; each remembered stop gets its deadline and grace period before a swap, so no second stop lands in it",
+		Faults: Faults{CRRWebhook: CRDRemoved, CRRWebhookFrom: 60 * time.Second, CacheLag: 2 * time.Second}, Nodes: normalNodes, Templates: []Template{
+			never("rm-both", job(), sidecar("proxy", "ignore", markCRR, markImage)),
+			never("rm-crr", job(), sidecar("proxy", "ignore", markCRR)).expect(ExpectEither)}},
 
 	// Item 2: the swap is followed through.
 	{Name: "swap-image-not-pulled", Purpose: "the quick-exit image cannot be pulled on any node: the swapped sidecar waits in ErrImagePull/ImagePullBackOff and a Warning names it",
@@ -74,7 +78,6 @@ var refusalScenarios = []Scenario{
 	{Name: "crr-label-stripped", Purpose: "a policy engine strips our label from every CRR and kruise never acts on them: nothing wakes the pod, the expectation's timeout does; then a Warning, and a swap where an image is known",
 		Faults: Faults{CRRLabelStripped: true, CRRNeverCompleted: true}, Nodes: normalNodes, Templates: []Template{
 			refusedBoth.expect(ExpectWarnedTerminal), refusedCRR.expect(ExpectWarning)}},
-
 	// A CRR taken up just before its deadline: the stop under way is waited for.
 	{Name: "crr-picked-up-late", Purpose: "kruise-daemon takes CRRs up late, some just before their deadline, and the sidecar drains until SIGKILL: the controller waits out the grace period of the stop under way before it swaps, so no second stop lands in it; a CRR-only sidecar whose every CRR is taken up too late gets a Warning",
 		Nodes: []NodeGroup{{Count: 20, Daemon: DaemonSpec{Pickup: 50 * time.Second}}}, Templates: []Template{

@@ -10,6 +10,7 @@ import (
 	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
 )
@@ -70,6 +71,23 @@ func (r *Reconciler) noteCRRs(pod *corev1.Pod, mem *podMemory) error {
 	return nil
 }
 
+// madeCRR remembers a CRR this controller made (or found made: an own CRR
+// under the name, a create applied although it got no answer), as sent and
+// created now, unless a copy was seen already. The cache may never show it
+// (a policy stripped the label the informer lists by) or may show it only
+// after it is gone (deleted with its CRD while the cache lagged); either way
+// kruise-daemon may be stopping its containers, and the decision must know.
+// The answer's time is no earlier than the API server's creation time, so
+// the deadline counted from it is no earlier than kruise-manager's.
+func (m *podMemory) madeCRR(crr *kruisev1alpha1.ContainerRecreateRequest, at time.Time) {
+	if _, ok := m.crrs[crr.Name]; ok {
+		return
+	}
+	made := crr.DeepCopy()
+	made.CreationTimestamp = metav1.NewTime(at)
+	m.seeCRR(crrFacts(made))
+}
+
 func (m *podMemory) seeCRR(c decision.CRR) {
 	if m.crrs == nil {
 		m.crrs = map[string]decision.CRR{}
@@ -100,6 +118,7 @@ func rememberedCRRs(mem *podMemory, cached []*kruisev1alpha1.ContainerRecreateRe
 			continue
 		}
 		c := mem.crrs[name]
+		c.Unseen = true
 		if at, ok := mem.deletedCRRs[name]; ok && !c.Finished() {
 			c.Phase, c.Completed, c.Message = "Completed", at, "deleted by this controller"
 		}
