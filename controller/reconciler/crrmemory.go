@@ -151,8 +151,11 @@ func (r *Reconciler) seeUnseenCRR(ctx context.Context, pod *corev1.Pod, mem *pod
 		}
 		// Ours for this pod even if a policy stripped our managed-by label
 		// (the informer, which selects on it, then never shows it): kruise
-		// works on it all the same.
-		if crr.Labels[LabelPodUID] != string(pod.UID) || crr.Spec.PodName != pod.Name {
+		// works on it all the same. Anyone else's under the name is not
+		// taken for our attempt (CheckExistingCRR).
+		prev := a
+		prev.Attempt, prev.CRRName = a.Attempt-1, name
+		if CheckExistingCRR(crr, r.newCRR(pod, prev)) != nil {
 			continue
 		}
 		mem.seeCRR(crrFacts(crr))
