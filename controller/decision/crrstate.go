@@ -76,6 +76,11 @@ func CRRStates(in Input) []CRRState {
 			}
 		}
 		s.Meaning = crrMeaning(in, c, stopped)
+		if c.Unseen {
+			// Deleted since, its CRD removed, or its label stripped by a
+			// policy: what explain says of it cannot be newer than that.
+			s.Meaning = "as last seen (the controller's cache does not show it): " + s.Meaning
+		}
 		out = append(out, s)
 	}
 	// Attempts are few; a stable insertion sort keeps equal ones in order.

@@ -1,6 +1,7 @@
 package decision_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -51,5 +52,18 @@ func TestAnUnseenCRRIsWaitedForItsDeadlineAndAGracePeriod(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			checkPlan(t, tc.want, Decide(Input{Pod: pod, Node: normal, CRRAPI: tc.crrAPI, CRRs: []CRR{tc.crr}, Now: tc.at, Policy: DefaultPolicy()}))
 		})
+	}
+}
+
+// explain says a CRR it describes from memory is as last seen.
+func TestExplainSaysAnUnseenCRRIsAsLastSeen(t *testing.T) {
+	pod := podtest.Pod("p").Container("main", exited(0)).Container("log", markCRR).Build()
+	crr := CRR{Name: CRRName(pod, 1), Attempt: 1, Containers: []string{"log"}, Phase: "Recreating", Deadline: time.Minute, Created: exitAt}
+	for _, unseen := range []bool{false, true} {
+		crr.Unseen = unseen
+		states := CRRStates(Input{Pod: pod, Node: normal, CRRAPI: true, CRRs: []CRR{crr}, Now: exitAt.Add(time.Second), Policy: DefaultPolicy()})
+		if len(states) != 1 || strings.HasPrefix(states[0].Meaning, "as last seen") != unseen {
+			t.Errorf("unseen %v: %+v", unseen, states)
+		}
 	}
 }
