@@ -2,6 +2,8 @@ package sim
 
 import (
 	"time"
+
+	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
 )
 
 // Scenarios of a cluster that says no (issue 15): kruise's CRR webhook
@@ -38,6 +40,10 @@ var refusalScenarios = []Scenario{
 	{Name: "crd-removed-default-image", Purpose: "the CRD removed mid-run, with a default quick-exit image: every pod completes, by CRR before and by swap after",
 		Faults: Faults{CRRWebhook: CRDRemoved, CRRWebhookFrom: 45 * time.Second}, DefaultQuickExitImage: QuickExitImage, Nodes: normalNodes, Templates: []Template{
 			refusedBoth, refusedCRR}},
+	{Name: "crd-removed-mid-stop", Purpose: "the CRD removed while kruise-daemon stops sidecars that drain until SIGKILL: the CRRs go, their stops do not; each remembered stop gets its deadline and grace period before a swap, so no second stop lands in it",
+		Faults: Faults{CRRWebhook: CRDRemoved, CRRWebhookFrom: 60 * time.Second, CacheLag: 2 * time.Second}, Nodes: normalNodes, Templates: []Template{
+			never("rm-both", job(), sidecar("proxy", "ignore", markCRR, markImage)),
+			never("rm-crr", job(), sidecar("proxy", "ignore", markCRR)).expect(ExpectEither)}},
 
 	// A restart of kube-apiserver: writes refused (no connection), then
 	// denied with 403 while its RBAC caches sync. A 403 seen once is asked
@@ -83,6 +89,12 @@ var refusalScenarios = []Scenario{
 	{Name: "crr-label-stripped", Purpose: "a policy engine strips our label from every CRR and kruise never acts on them: nothing wakes the pod, the expectation's timeout does; then a Warning, and a swap where an image is known",
 		Faults: Faults{CRRLabelStripped: true, CRRNeverCompleted: true}, Nodes: normalNodes, Templates: []Template{
 			refusedBoth.expect(ExpectWarnedTerminal), refusedCRR.expect(ExpectWarning)}},
+	{Name: "crr-label-stripped-kruise-acts", Purpose: "a policy engine strips our label from every CRR while kruise acts on them, creates time out after they were applied, and leadership moves: a CRR met under our name with every other mark of ours is ours, followed through without the cache; no swap or second CRR lands in its stop",
+		Faults: Faults{CRRLabelStripped: true, WriteTimeouts: 0.3, LeaderEvery: 40 * time.Second}, Nodes: normalNodes, Templates: []Template{
+			never("strip-both", job(), sidecar("proxy", "ignore", markCRR, markImage)),
+			never("strip-crr", job(), sidecar("proxy", "ignore", markCRR)).expect(ExpectEither),
+			never("strip-order", job(), sidecar("s0", "ignore", markCRR), sidecar("s1", "exit:0", markCRR, markImage)).
+				annotate(decision.AnnotationStopOrder, "s0,s1").expect(ExpectEither)}},
 
 	// A CRR taken up just before its deadline: the stop under way is waited for.
 	{Name: "crr-picked-up-late", Purpose: "kruise-daemon takes CRRs up late, some just before their deadline, and the sidecar drains until SIGKILL: the controller waits out the grace period of the stop under way before it swaps, so no second stop lands in it; a CRR-only sidecar whose every CRR is taken up too late gets a Warning",

@@ -76,6 +76,11 @@ func CRRStates(in Input) []CRRState {
 			}
 		}
 		s.Meaning = crrMeaning(in, c, stopped)
+		if c.Unseen {
+			// Deleted since, its CRD removed, or its label stripped by a
+			// policy: what explain says of it cannot be newer than that.
+			s.Meaning = "as last seen (the controller's cache does not show it): " + s.Meaning
+		}
 		out = append(out, s)
 	}
 	// Attempts are few; a stable insertion sort keeps equal ones in order.
@@ -164,6 +169,13 @@ func stopUnderWay(in Input, crr *CRR, container string, deadline time.Time) (tim
 		// carries kruise-daemon's last states; until the cache shows it, a
 		// daemon that took the CRR up just before the deadline is not seen.
 		until := deadline.Add(completionWait)
+		if crr.Unseen {
+			// The completion will never be seen (the CRR is gone from the
+			// cache, or was never in it): a stop kruise-daemon began as late
+			// as the deadline may run a grace period past it. Deleting the
+			// CRR, or its CRD, does not cut kruise-daemon's CRI call short.
+			until = deadline.Add(PodGrace(in.Pod) + stopMargin)
+		}
 		return until, in.Now.Before(until)
 	}
 	for _, st := range crr.States {

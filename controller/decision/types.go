@@ -124,6 +124,12 @@ type CRR struct {
 	Deadline  time.Duration
 	Created   time.Time
 	Completed time.Time
+	// Unseen: the cache does not show the CRR, and never will again or at
+	// all (deleted by someone else, its CRD removed, or a policy stripped
+	// the label the informer lists by), so it is as last seen: its status
+	// no longer moves, and kruise-manager's completion of it at its deadline,
+	// which carries kruise-daemon's last states, is never seen.
+	Unseen bool
 }
 
 // Finished reports whether kruise has stopped working on the CRR.

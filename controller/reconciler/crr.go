@@ -25,22 +25,78 @@ func (e *ForeignCRRError) Error() string {
 }
 
 // CheckExistingCRR decides what a create that met AlreadyExists means: nil
-// when existing is the CRR we would have made (our managed-by label, the
-// same pod UID and pod name), else a *ForeignCRRError. kube.Writer and the
-// simulator's writer both call it with the live object.
+// when existing is the CRR we would have made, else a *ForeignCRRError.
+// kube.Writer and the simulator's writer both call it with the live object.
+//
+// Ours carries our managed-by label and names the same pod UID and pod name.
+// A policy engine may strip the managed-by label as the CRR is admitted (our
+// informer, which lists by that label, then never shows it; see unlisted),
+// and kruise-daemon acts on the CRR all the same: taken for anyone else's,
+// its kill would count as failed and a swap or the next CRR would land in
+// the stop it makes. So a CRR without that label is ours when it carries
+// every other mark this controller writes together for this very attempt:
+// the pod UID, attempt and stage labels, the pod's name, an owner reference
+// to the pod and our deadline. A CRR whose managed-by label names someone
+// else, or that lacks one of those marks, is someone else's.
 func CheckExistingCRR(existing, want *kruisev1alpha1.ContainerRecreateRequest) error {
 	why := ""
+	manager, labelled := existing.Labels[LabelManagedBy]
 	switch {
-	case existing.Labels[LabelManagedBy] != ManagedByValue:
-		why = fmt.Sprintf("label %s is %q, not %q", LabelManagedBy, decision.BoundMessage(existing.Labels[LabelManagedBy]), ManagedByValue)
+	case labelled && manager != ManagedByValue:
+		why = fmt.Sprintf("label %s is %q, not %q", LabelManagedBy, decision.BoundMessage(manager), ManagedByValue)
 	case existing.Labels[LabelPodUID] != want.Labels[LabelPodUID]:
 		why = fmt.Sprintf("it names pod UID %q, not %q", decision.BoundMessage(existing.Labels[LabelPodUID]), want.Labels[LabelPodUID])
 	case existing.Spec.PodName != want.Spec.PodName:
 		why = fmt.Sprintf("it names pod %q, not %q", decision.BoundMessage(existing.Spec.PodName), want.Spec.PodName)
-	default:
+	case !labelled:
+		if differs := unlabelledDiffers(existing, want); differs != "" {
+			why = fmt.Sprintf("label %s is missing and %s", LabelManagedBy, differs)
+		}
+	}
+	if why == "" {
 		return nil
 	}
 	return &ForeignCRRError{Namespace: want.Namespace, Name: want.Name, Why: why}
+}
+
+// unlabelledDiffers names the first of our marks, besides the managed-by
+// label, on which a CRR differs from the one we would have made; "" when
+// none does.
+func unlabelledDiffers(existing, want *kruisev1alpha1.ContainerRecreateRequest) string {
+	deadline := func(c *kruisev1alpha1.ContainerRecreateRequest) string {
+		if d := c.Spec.ActiveDeadlineSeconds; d != nil {
+			return strconv.FormatInt(*d, 10)
+		}
+		return ""
+	}
+	for _, l := range []string{LabelAttempt, LabelStage} {
+		if existing.Labels[l] != want.Labels[l] {
+			return fmt.Sprintf("its label %s is %q, not %q", l, decision.BoundMessage(existing.Labels[l]), want.Labels[l])
+		}
+	}
+	if got, w := podOwnerUID(existing), podOwnerUID(want); got != w {
+		return fmt.Sprintf("it is owned by pod UID %q, not %q", decision.BoundMessage(got), w)
+	}
+	if got, w := deadline(existing), deadline(want); got != w {
+		return fmt.Sprintf("its activeDeadlineSeconds is %q, not %q", got, w)
+	}
+	return ""
+}
+
+func podOwnerUID(c *kruisev1alpha1.ContainerRecreateRequest) string {
+	for _, o := range c.OwnerReferences {
+		if o.Kind == "Pod" && o.APIVersion == "v1" {
+			return string(o.UID)
+		}
+	}
+	return ""
+}
+
+// unlisted reports whether the controller's CRR informer, which lists by our
+// managed-by label, never shows this CRR of ours: a policy stripped the label.
+// Such a CRR is remembered as read live (crrmemory.go).
+func unlisted(own *kruisev1alpha1.ContainerRecreateRequest) bool {
+	return own.Labels[LabelManagedBy] != ManagedByValue
 }
 
 // newCRR builds the ContainerRecreateRequest for an action.

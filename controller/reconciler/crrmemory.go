@@ -10,6 +10,7 @@ import (
 	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
 )
@@ -70,6 +71,23 @@ func (r *Reconciler) noteCRRs(pod *corev1.Pod, mem *podMemory) error {
 	return nil
 }
 
+// madeCRR remembers a CRR this controller made (or found made: an own CRR
+// under the name, a create applied although it got no answer), as sent and
+// created now, unless a copy was seen already. The cache may never show it
+// (a policy stripped the label the informer lists by) or may show it only
+// after it is gone (deleted with its CRD while the cache lagged); either way
+// kruise-daemon may be stopping its containers, and the decision must know.
+// The answer's time is no earlier than the API server's creation time, so
+// the deadline counted from it is no earlier than kruise-manager's.
+func (m *podMemory) madeCRR(crr *kruisev1alpha1.ContainerRecreateRequest, at time.Time) {
+	if _, ok := m.crrs[crr.Name]; ok {
+		return
+	}
+	made := crr.DeepCopy()
+	made.CreationTimestamp = metav1.NewTime(at)
+	m.seeCRR(crrFacts(made))
+}
+
 func (m *podMemory) seeCRR(c decision.CRR) {
 	if m.crrs == nil {
 		m.crrs = map[string]decision.CRR{}
@@ -100,6 +118,7 @@ func rememberedCRRs(mem *podMemory, cached []*kruisev1alpha1.ContainerRecreateRe
 			continue
 		}
 		c := mem.crrs[name]
+		c.Unseen = true
 		if at, ok := mem.deletedCRRs[name]; ok && !c.Finished() {
 			c.Phase, c.Completed, c.Message = "Completed", at, "deleted by this controller"
 		}
@@ -108,38 +127,92 @@ func rememberedCRRs(mem *podMemory, cached []*kruisev1alpha1.ContainerRecreateRe
 	return out
 }
 
-// seeUnseenCRR reports whether it found, and remembered, the previous
-// attempt of a CRR the plan creates, which the decision was not given.
+// seeUnseenCRR reports whether it found, and remembered, a CRR in the way of
+// one the plan creates, which the decision was not given: the previous
+// attempt (see above), or an earlier stop-order stage's CRR that this
+// controller deleted and another replica made again since. The second: while
+// leadership moves, two replicas write for a moment; one deletes an earlier
+// stage's CRR to go on to the next stage, and the other, whose cache shows
+// that CRR gone and the stage's sidecars running, makes it again under the
+// same name. Taken for the one deleted, it would not be deleted before the
+// next stage's CRR is made beside it. One GET per name, only when a stage's
+// CRR is created after this controller deleted an earlier one that its cache
+// does not show.
 func (r *Reconciler) seeUnseenCRR(ctx context.Context, pod *corev1.Pod, mem *podMemory, plan decision.Plan) (bool, error) {
 	live, ok := r.write.(LiveChecker)
 	if !ok {
 		return false, nil
 	}
 	for _, a := range plan.Actions {
-		if a.Kind != decision.ActionCreateCRR || a.Attempt < 2 {
+		if a.Kind != decision.ActionCreateCRR {
 			continue
 		}
-		name := decision.StageCRRName(pod, a.Stage, a.Attempt-1)
-		if _, known := mem.crrs[name]; known {
-			continue
+		if a.Attempt >= 2 {
+			name := decision.StageCRRName(pod, a.Stage, a.Attempt-1)
+			if _, known := mem.crrs[name]; !known {
+				prev := a
+				prev.Attempt, prev.CRRName = a.Attempt-1, name
+				if found, err := r.seeLiveCRR(ctx, live, pod, mem, prev, time.Time{}); found || err != nil {
+					return found, err
+				}
+			}
 		}
-		crr, err := live.LiveCRR(ctx, pod.Namespace, name)
-		switch {
-		case apierrors.IsNotFound(err):
-			continue
-		case err != nil:
-			return false, fmt.Errorf("read CRR %s/%s live before attempt %d: %w", pod.Namespace, name, a.Attempt, err)
+		for _, name := range r.deletedEarlierStages(pod, mem, a.Stage) {
+			c := mem.crrs[name]
+			earlier := decision.Action{Kind: decision.ActionCreateCRR, CRRName: name, Attempt: c.Attempt, Stage: c.Stage, Containers: c.Containers}
+			if found, err := r.seeLiveCRR(ctx, live, pod, mem, earlier, c.Created); found || err != nil {
+				return found, err
+			}
 		}
-		// Ours for this pod even if a policy stripped our managed-by label
-		// (the informer, which selects on it, then never shows it): kruise
-		// works on it all the same.
-		if crr.Labels[LabelPodUID] != string(pod.UID) || crr.Spec.PodName != pod.Name {
-			continue
-		}
-		mem.seeCRR(crrFacts(crr))
-		return true, nil
 	}
 	return false, nil
+}
+
+// seeLiveCRR reads the action's CRR from the API server and remembers it if
+// it exists, is ours (even with our managed-by label stripped by a policy:
+// kruise works on it all the same; anyone else's under the name is not taken
+// for ours, CheckExistingCRR), is not being deleted, and was created after
+// madeAfter (zero: any time).
+func (r *Reconciler) seeLiveCRR(ctx context.Context, live LiveChecker, pod *corev1.Pod, mem *podMemory, a decision.Action, madeAfter time.Time) (bool, error) {
+	crr, err := live.LiveCRR(ctx, pod.Namespace, a.CRRName)
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("read CRR %s/%s live before making another: %w", pod.Namespace, a.CRRName, err)
+	case CheckExistingCRR(crr, r.newCRR(pod, a)) != nil, crr.DeletionTimestamp != nil, !madeAfter.IsZero() && !crr.CreationTimestamp.Time.After(madeAfter):
+		return false, nil
+	}
+	delete(mem.deletedCRRs, a.CRRName)
+	mem.seeCRR(crrFacts(crr))
+	return true, nil
+}
+
+// deletedEarlierStages names the CRRs of stages before stage that this
+// controller deleted and its cache does not show.
+func (r *Reconciler) deletedEarlierStages(pod *corev1.Pod, mem *podMemory, stage int) []string {
+	if stage == 0 || len(mem.deletedCRRs) == 0 || !r.read.CRRAPIAvailable() {
+		return nil
+	}
+	cached, err := r.read.CRRs(pod)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, name := range sortedKeys(mem.crrs) {
+		_, deleted := mem.deletedCRRs[name]
+		if c := mem.crrs[name]; !deleted || c.Stage >= stage {
+			continue
+		}
+		shown := false
+		for _, k := range cached {
+			shown = shown || k.Name == name
+		}
+		if !shown {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 func sortedKeys(m map[string]decision.CRR) []string {

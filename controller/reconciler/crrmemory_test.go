@@ -75,7 +75,8 @@ func TestARetryWaitsForTheAttemptTheCacheDoesNotShow(t *testing.T) {
 	crr := func(attempt int, created time.Duration, phase kruisev1alpha1.ContainerRecreateRequestPhase) *kruisev1alpha1.ContainerRecreateRequest {
 		c := &kruisev1alpha1.ContainerRecreateRequest{ObjectMeta: metav1.ObjectMeta{Name: decision.StageCRRName(pod, 0, attempt), Namespace: "default",
 			CreationTimestamp: metav1.NewTime(podtest.Epoch.Add(created)),
-			Labels:            map[string]string{reconciler.LabelAttempt: string(rune('0' + attempt)), reconciler.LabelPodUID: string(pod.UID)}},
+			Labels: map[string]string{reconciler.LabelManagedBy: reconciler.ManagedByValue,
+				reconciler.LabelAttempt: string(rune('0' + attempt)), reconciler.LabelPodUID: string(pod.UID)}},
 			Spec: kruisev1alpha1.ContainerRecreateRequestSpec{PodName: pod.Name, Containers: []kruisev1alpha1.ContainerRecreateRequestContainer{{Name: "log"}}}}
 		c.Status.Phase = phase
 		return c

@@ -53,7 +53,7 @@ func (r *Reconciler) awaitCache(ctx context.Context, logger klog.Logger, pod *co
 			logger.V(4).Info("Waiting for the cache to show an earlier write", "pending", len(mem.pending))
 			return r.cfg.ExpectationTimeout - waited, false, nil
 		default:
-			applied, err := r.appliedLive(ctx, pod, mem.pending)
+			applied, err := r.appliedLive(ctx, pod, mem, mem.pending)
 			if err != nil {
 				return 0, false, fmt.Errorf("check pod %s/%s's unseen writes live: %w", pod.Namespace, pod.Name, err)
 			}
@@ -112,8 +112,10 @@ func (r *Reconciler) view(pod *corev1.Pod) string {
 }
 
 // appliedLive reports whether the API server shows the effect of every
-// pending write. Without a LiveChecker it cannot tell, and says no.
-func (r *Reconciler) appliedLive(ctx context.Context, pod *corev1.Pod, pending []expectation) (bool, error) {
+// pending write in a way the cache will show too. Without a LiveChecker it
+// cannot tell, and says no. An own CRR the informer never lists (a policy
+// stripped our label) is remembered as read, and is no write to wait for.
+func (r *Reconciler) appliedLive(ctx context.Context, pod *corev1.Pod, mem *podMemory, pending []expectation) (bool, error) {
 	live, ok := r.write.(LiveChecker)
 	if !ok {
 		return false, nil
@@ -130,10 +132,16 @@ func (r *Reconciler) appliedLive(ctx context.Context, pod *corev1.Pod, pending [
 				return false, err
 			}
 			// Ours, as made: then the informer, which lists only CRRs with
-			// our label, will show it. Anyone else's, or ours with its labels
-			// stripped, the cache never shows: decide afresh, and the create
-			// meets it (CheckExistingCRR).
+			// our label, will show it. Anyone else's the cache never shows:
+			// decide afresh, and the create meets it (CheckExistingCRR).
+			// Ours with the label stripped it never shows either: remembered
+			// as read now, the decision follows it through (its deadline, a
+			// stop under way) without the cache.
 			if CheckExistingCRR(crr, r.newCRR(pod, e.action)) != nil {
+				return false, nil
+			}
+			if unlisted(crr) {
+				mem.seeCRR(crrFacts(crr))
 				return false, nil
 			}
 		case decision.ActionDeleteCRR:

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
@@ -70,10 +71,16 @@ func (r *Reconciler) memoryInput(pod *corev1.Pod, mem *podMemory, now time.Time)
 	if err != nil {
 		return in, err
 	}
-	if len(mem.crrs) > 0 && in.CRRAPI {
-		cached, err := r.read.CRRs(pod)
-		if err != nil {
-			return in, fmt.Errorf("list CRRs of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	if len(mem.crrs) > 0 {
+		// Where the CRR API is no longer served (its CRD was removed while
+		// the controller ran, which deletes every CRR), the remembered CRRs
+		// are given all the same: kruise-daemon may still be stopping a
+		// sidecar under one, and a swap must not land in that stop.
+		var cached []*kruisev1alpha1.ContainerRecreateRequest
+		if in.CRRAPI {
+			if cached, err = r.read.CRRs(pod); err != nil {
+				return in, fmt.Errorf("list CRRs of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+			}
 		}
 		in.CRRs = append(in.CRRs, rememberedCRRs(mem, cached)...)
 	}

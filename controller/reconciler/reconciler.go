@@ -305,8 +305,11 @@ func (r *Reconciler) act(ctx context.Context, logger klog.Logger, pod *corev1.Po
 		return true, nil
 	}
 	delete(mem.refused, a.Kind)
-	if a.Kind == decision.ActionDeleteCRR {
+	switch a.Kind {
+	case decision.ActionDeleteCRR:
 		mem.crrDeleted(a.CRRName, r.clock.Now())
+	case decision.ActionCreateCRR:
+		mem.madeCRR(r.newCRR(pod, a), r.clock.Now())
 	}
 	// The cache's lag is counted from the write's answer, not from its
 	// start: a write slow at a loaded API server must not eat the wait.

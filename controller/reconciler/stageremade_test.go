@@ -1,0 +1,60 @@
+package reconciler_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
+	"github.com/sidecar-terminator/sidecar-terminator/controller/podtest"
+	"github.com/sidecar-terminator/sidecar-terminator/controller/reconciler"
+)
+
+// While leadership moves, two replicas write for a moment (soak seeds 282
+// and 329). This one deletes stage 1's CRR, whose turn is over, and stage
+// 2's CRR is refused; the other replica, whose cache shows stage 1's CRR gone
+// and its sidecar running, makes it again under the same name. Before this
+// one retries stage 2's CRR it reads the CRR it deleted live, finds it made
+// again, and does not make stage 2's beside it: kruise-daemon works on one of
+// a pod's CRRs at a time and the other's deadline would run while it waits.
+func TestAStageCRRMadeAgainByAnotherReplicaIsNotLeftBesideTheNext(t *testing.T) {
+	pod := podtest.Pod("p").Annotate(decision.AnnotationStopOrder, "fluent-bit,istio-proxy").
+		Container("main", podtest.Exited(0, podtest.Epoch.Add(10*time.Second))).
+		Container("fluent-bit", markCRR).Container("istio-proxy", markCRR).Build()
+	w := &liveWorld{world: &world{pod: pod, crrAPI: true, answers: map[string][]error{}}, live: map[string]*kruisev1alpha1.ContainerRecreateRequest{}}
+	f := newFixture(pod)
+	f.w = w.world
+	f.rec = reconciler.New(reconciler.DefaultConfig(), w.world, w, f.ev, f.metrics, f.clock)
+	st1, st2 := decision.StageCRRName(pod, 1, 1), decision.StageCRRName(pod, 2, 1)
+	w.crrs = []*kruisev1alpha1.ContainerRecreateRequest{stageCRR(st1, 1, "fluent-bit")}
+	w.answers["crr "+st2] = []error{apierrors.NewInternalError(context.DeadlineExceeded)}
+	f.clock.SetTime(podtest.Epoch.Add(10*time.Second + 40*time.Second))
+	f.sync(t)
+	if got, want := strings.Join(w.sent, ","), "delete "+st1+",crr "+st2; got != want {
+		t.Fatalf("first sync: writes %s, want %s", got, want)
+	}
+	// The cache drops the deleted CRR; the other replica makes it again,
+	// which this one's cache does not show yet.
+	w.crrs, w.sent = nil, nil
+	again := stageCRR(st1, 1, "fluent-bit")
+	again.Labels[reconciler.LabelManagedBy], again.Labels[reconciler.LabelPodUID] = reconciler.ManagedByValue, string(pod.UID)
+	again.Spec.PodName = pod.Name
+	again.CreationTimestamp = metav1.NewTime(f.clock.Now().Add(time.Second))
+	again.Status.Phase = ""
+	w.live[st1] = again
+	f.clock.Step(decision.DefaultPolicy().RetryBackoff)
+	f.sync(t)
+	for _, s := range w.sent {
+		if s == "crr "+st2 {
+			t.Fatalf("writes %v: stage 2's CRR made while stage 1's, made again, is in flight", w.sent)
+		}
+	}
+	if !strings.Contains(strings.Join(w.reads, ","), st1) {
+		t.Errorf("live reads %v, want %s read before stage 2's CRR is made", w.reads, st1)
+	}
+}
