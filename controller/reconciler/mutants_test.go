@@ -5,6 +5,9 @@ import (
 	"testing"
 	"time"
 
+	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
 	"github.com/sidecar-terminator/sidecar-terminator/controller/reconciler"
 )
@@ -52,4 +55,37 @@ func show(v *int64) string {
 		return "unset"
 	}
 	return fmt.Sprint(*v)
+}
+
+// A CRR's own activeDeadlineSeconds, read from the cache, is the deadline the
+// decision holds it to: a CRR given 300 s is still in flight 120 s after its
+// creation, though the pod's CRRs get 60 s now; the retry comes only once
+// those 300 s are over.
+func TestCRRIsHeldToItsOwnDeadline(t *testing.T) {
+	pod := donePod("p", "normal", markCRR)
+	a, rec, _ := newAPI(t, pod)
+	deadline := int64(300)
+	crr := &kruisev1alpha1.ContainerRecreateRequest{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: decision.CRRName(pod, 1), CreationTimestamp: metav1.NewTime(a.clock.Now()),
+			Labels: map[string]string{reconciler.LabelManagedBy: reconciler.ManagedByValue, reconciler.LabelPodUID: string(pod.UID), reconciler.LabelAttempt: "1"}},
+		Spec: kruisev1alpha1.ContainerRecreateRequestSpec{PodName: "p", ActiveDeadlineSeconds: &deadline,
+			Containers: []kruisev1alpha1.ContainerRecreateRequestContainer{{Name: "log"}}},
+		Status: kruisev1alpha1.ContainerRecreateRequestStatus{Phase: kruisev1alpha1.ContainerRecreateRequestRecreating},
+	}
+	a.crrs = append(a.crrs, crr)
+	a.catchUp()
+	created := a.clock.Now()
+	for _, tc := range []struct {
+		at    time.Duration
+		retry bool
+	}{{120 * time.Second, false}, {299 * time.Second, false}, {400 * time.Second, true}} {
+		plan, err := rec.Plan(a.cachedPods["p"], created.Add(tc.at))
+		if err != nil {
+			t.Fatal(err)
+		}
+		retry := len(plan.Actions) == 1 && plan.Actions[0].Kind == decision.ActionCreateCRR && plan.Actions[0].Attempt == 2
+		if retry != tc.retry {
+			t.Errorf("%s after the CRR's creation: plan %+v (%s); want a retry: %v", tc.at, plan.Actions, plan.Verdict, tc.retry)
+		}
+	}
 }
