@@ -166,11 +166,18 @@ func run(ctx context.Context, pkgs []string, workers, coef int, from string, sim
 				if recheck && mu.Status == "NOT COVERED" && !strings.HasPrefix(mu.Argument, "equivalent") {
 					mu.Recheck = tryTests(ctx, simDir, mu, 3*time.Minute, "-tags", "mutate", "./"+pkg)
 					fmt.Fprintf(os.Stderr, "%s:%d:%d %s: NOT COVERED, own tests %s\n", mu.File, mu.Line, mu.Column, mu.Type, mu.Recheck)
-					if mu.Recheck == "killed" {
+					switch mu.Recheck {
+					case "killed":
 						// Killed by the package's tests: covered and detected,
 						// whatever gremlins' coverage profile said.
 						p.Counts.NotCovered--
 						p.Counts.RecheckKilled++
+						continue
+					case "not viable":
+						// Does not build (gremlins says NOT COVERED before it
+						// builds): out of every count, as gremlins' NOT VIABLE.
+						p.Counts.NotCovered--
+						p.Counts.NotViable++
 						continue
 					}
 				}
