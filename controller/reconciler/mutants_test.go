@@ -1,14 +1,21 @@
 package reconciler_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
+	"github.com/sidecar-terminator/sidecar-terminator/controller/podtest"
 	"github.com/sidecar-terminator/sidecar-terminator/controller/reconciler"
 )
 
@@ -88,4 +95,71 @@ func TestCRRIsHeldToItsOwnDeadline(t *testing.T) {
 			t.Errorf("%s after the CRR's creation: plan %+v (%s); want a retry: %v", tc.at, plan.Actions, plan.Verdict, tc.retry)
 		}
 	}
+}
+
+// A write refused as stale (a Conflict) was decided on a view the API server
+// had moved past: the pod is not decided again on that same view (the pod's
+// and its CRRs' resourceVersions) until the cache shows a newer one, or the
+// expectation timeout (60 s) passes. A view with an object that has no
+// resourceVersion cannot be told apart from the next, so it holds nothing.
+func TestAStaleWriteWaitsForTheCacheToMovePastItsView(t *testing.T) {
+	conflict := apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, "p", errors.New("moved"))
+	setup := func(crrVersion string) *fixture {
+		pod := podtest.Pod("p").Container("main", podtest.Exited(0, podtest.Epoch.Add(10*time.Second))).
+			Container("log", markCRR).Container("proxy", markImage).Build()
+		pod.ResourceVersion = "5"
+		deadline := int64(600)
+		crr := &kruisev1alpha1.ContainerRecreateRequest{ObjectMeta: metav1.ObjectMeta{Name: decision.CRRName(pod, 1), Namespace: "default",
+			ResourceVersion: crrVersion, CreationTimestamp: metav1.NewTime(podtest.Epoch.Add(10 * time.Second)),
+			Labels: map[string]string{reconciler.LabelManagedBy: reconciler.ManagedByValue, reconciler.LabelPodUID: string(pod.UID), reconciler.LabelAttempt: "1"}},
+			Spec: kruisev1alpha1.ContainerRecreateRequestSpec{PodName: "p", ActiveDeadlineSeconds: &deadline,
+				Containers: []kruisev1alpha1.ContainerRecreateRequestContainer{{Name: "log"}}},
+			Status: kruisev1alpha1.ContainerRecreateRequestStatus{Phase: kruisev1alpha1.ContainerRecreateRequestRecreating}}
+		f := newFixture(pod)
+		f.w.crrs = []*kruisev1alpha1.ContainerRecreateRequest{crr}
+		f.w.answers["swap"] = []error{conflict}
+		if _, err := f.rec.Sync(context.Background(), cache.ObjectName{Namespace: "default", Name: "p"}); !apierrors.IsConflict(err) {
+			t.Fatalf("first sync: %v, want the swap's Conflict", err)
+		}
+		if got := strings.Join(f.w.sent, ","); got != "swap" {
+			t.Fatalf("first sync: writes %s, want swap (the log's CRR is in flight)", got)
+		}
+		f.w.sent = nil
+		return f
+	}
+	t.Run("same view waits out the timeout", func(t *testing.T) {
+		f := setup("7")
+		f.clock.Step(time.Second)
+		if after := f.sync(t); after != 59*time.Second || len(f.w.sent) != 0 {
+			t.Fatalf("same view 1s later: requeue %s, writes %v; want to wait 59s and write nothing", after, f.w.sent)
+		}
+		f.clock.Step(58 * time.Second)
+		if f.sync(t); len(f.w.sent) != 0 {
+			t.Fatalf("same view 59s later: writes %v, want none", f.w.sent)
+		}
+		f.clock.Step(time.Second)
+		if f.sync(t); strings.Join(f.w.sent, ",") != "swap" {
+			t.Fatalf("same view at the timeout: writes %v, want the swap", f.w.sent)
+		}
+	})
+	for name, move := range map[string]func(f *fixture){
+		"a newer pod": func(f *fixture) { f.w.pod = f.w.pod.DeepCopy(); f.w.pod.ResourceVersion = "6" },
+		"a newer CRR": func(f *fixture) { f.w.crrs[0] = f.w.crrs[0].DeepCopy(); f.w.crrs[0].ResourceVersion = "8" },
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := setup("7")
+			f.clock.Step(time.Second)
+			move(f)
+			if f.sync(t); strings.Join(f.w.sent, ",") != "swap" {
+				t.Fatalf("writes %v, want the swap decided again at once", f.w.sent)
+			}
+		})
+	}
+	t.Run("a CRR without a version holds nothing", func(t *testing.T) {
+		f := setup("")
+		f.clock.Step(time.Second)
+		if f.sync(t); strings.Join(f.w.sent, ",") != "swap" {
+			t.Fatalf("writes %v, want the swap decided again at once", f.w.sent)
+		}
+	})
 }
