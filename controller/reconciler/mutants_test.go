@@ -163,3 +163,29 @@ func TestAStaleWriteWaitsForTheCacheToMovePastItsView(t *testing.T) {
 		}
 	})
 }
+
+// The first attempt failed and was recorded on the pod (attempts "1"); the
+// cache does not show its CRR (a restarted controller's informer has not
+// listed it yet). Before attempt 2 the controller reads attempt 1 from the
+// API server, finds it still in flight, and waits for it; had it not asked,
+// attempt 2 would run beside attempt 1. Reading it is what makes the
+// difference, so the read is asserted too.
+func TestASecondAttemptReadsTheFirstTheCacheDoesNotShow(t *testing.T) {
+	pod := podtest.Pod("p").Annotate(decision.AnnotationCRRAttempts, "1").
+		Container("main", podtest.Exited(0, podtest.Epoch.Add(10*time.Second))).Container("log", markCRR).Build()
+	w := &liveWorld{world: &world{pod: pod, crrAPI: true, answers: map[string][]error{}}, live: map[string]*kruisev1alpha1.ContainerRecreateRequest{}}
+	f := newFixture(pod)
+	f.w = w.world
+	f.rec = reconciler.New(reconciler.DefaultConfig(), w.world, w, f.ev, f.metrics, f.clock)
+	first := decision.CRRName(pod, 1)
+	w.live[first] = &kruisev1alpha1.ContainerRecreateRequest{ObjectMeta: metav1.ObjectMeta{Name: first, Namespace: "default",
+		CreationTimestamp: metav1.NewTime(podtest.Epoch.Add(30 * time.Second)),
+		Labels:            map[string]string{reconciler.LabelAttempt: "1", reconciler.LabelPodUID: string(pod.UID)}},
+		Spec:   kruisev1alpha1.ContainerRecreateRequestSpec{PodName: pod.Name, Containers: []kruisev1alpha1.ContainerRecreateRequestContainer{{Name: "log"}}},
+		Status: kruisev1alpha1.ContainerRecreateRequestStatus{Phase: kruisev1alpha1.ContainerRecreateRequestRecreating}}
+	f.clock.SetTime(podtest.Epoch.Add(31 * time.Second))
+	f.sync(t)
+	if len(w.sent) != 0 || strings.Join(w.reads, ",") != first {
+		t.Fatalf("writes %v, live reads %v; want no write while attempt 1 is in flight, after one read of %s", w.sent, w.reads, first)
+	}
+}
