@@ -1,6 +1,7 @@
 package reconciler_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/textlogger"
 
 	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
 	"github.com/sidecar-terminator/sidecar-terminator/controller/podtest"
@@ -110,13 +113,8 @@ func TestAStaleWriteWaitsForTheCacheToMovePastItsView(t *testing.T) {
 		pod := podtest.Pod("p").Container("main", podtest.Exited(0, podtest.Epoch.Add(10*time.Second))).
 			Container("log", markCRR).Container("proxy", markImage).Build()
 		pod.ResourceVersion = "5"
-		deadline := int64(600)
-		crr := &kruisev1alpha1.ContainerRecreateRequest{ObjectMeta: metav1.ObjectMeta{Name: decision.CRRName(pod, 1), Namespace: "default",
-			ResourceVersion: crrVersion, CreationTimestamp: metav1.NewTime(podtest.Epoch.Add(10 * time.Second)),
-			Labels: map[string]string{reconciler.LabelManagedBy: reconciler.ManagedByValue, reconciler.LabelPodUID: string(pod.UID), reconciler.LabelAttempt: "1"}},
-			Spec: kruisev1alpha1.ContainerRecreateRequestSpec{PodName: "p", ActiveDeadlineSeconds: &deadline,
-				Containers: []kruisev1alpha1.ContainerRecreateRequestContainer{{Name: "log"}}},
-			Status: kruisev1alpha1.ContainerRecreateRequestStatus{Phase: kruisev1alpha1.ContainerRecreateRequestRecreating}}
+		crr := inFlightCRR(pod, "log", 600)
+		crr.ResourceVersion = crrVersion
 		f := newFixture(pod)
 		f.w.crrs = []*kruisev1alpha1.ContainerRecreateRequest{crr}
 		f.w.answers["swap"] = []error{conflict}
@@ -299,4 +297,123 @@ func TestACorrectionIsDecidedAgainOnTheLivePod(t *testing.T) {
 			t.Errorf("live pod reads %d, writes %v; want none and the first CRR", w.podReads, f.w.sent)
 		}
 	})
+}
+
+// An update between two versions the decision ignores outright (here both
+// finished) is dropped only when they are the same pod: a pod replaced by
+// another of the same name matters (the sync forgets the old one), even when
+// neither is eligible.
+func TestPodUpdateBetweenIgnoredVersionsMattersOnlyForAnotherPod(t *testing.T) {
+	old := podtest.Pod("p").UID("uid-1").Phase(corev1.PodSucceeded).Container("main", exitedAt).Container("log", markCRR).Build()
+	for _, tc := range []struct {
+		name    string
+		change  func(p *corev1.Pod)
+		matters bool
+	}{
+		{"the same pod, annotated", func(p *corev1.Pod) { p.Annotations = map[string]string{"x": "y"} }, false},
+		{"another pod of the same name", func(p *corev1.Pod) { p.UID = "uid-2" }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			new := old.DeepCopy()
+			tc.change(new)
+			if decision.Eligible(old) || decision.Eligible(new) {
+				t.Fatal("want two versions the decision ignores")
+			}
+			if got := reconciler.PodUpdateMatters(old, new); got != tc.matters {
+				t.Errorf("PodUpdateMatters = %v, want %v", got, tc.matters)
+			}
+		})
+	}
+}
+
+// A sync with a write still unseen looks again at the earlier of the plan's
+// own wait and the expectation's timeout: a write whose effect never reaches
+// the cache is revisited in time, and a plan that needs to look sooner is
+// not put off to the timeout. Here the log's CRR is in flight (its deadline
+// 600 s after its creation, which the plan waits for) and the proxy is
+// swapped.
+func TestRequeueIsTheEarlierOfThePlansWaitAndTheExpectation(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		expectation time.Duration
+		plan        bool // the plan's wait comes first
+	}{
+		{"the expectation first", time.Minute, false},
+		{"the plan first", 15 * time.Minute, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := podtest.Pod("p").Container("main", podtest.Exited(0, podtest.Epoch.Add(10*time.Second))).
+				Container("log", markCRR).Container("proxy", markImage).Build()
+			cfg := reconciler.DefaultConfig()
+			cfg.ExpectationTimeout = tc.expectation
+			f := newFixtureWith(pod, cfg)
+			f.w.crrs = []*kruisev1alpha1.ContainerRecreateRequest{inFlightCRR(pod, "log", 600)}
+			plan, err := f.rec.Plan(f.w.pod, f.clock.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if plan.RequeueAfter <= time.Minute || plan.RequeueAfter >= 15*time.Minute {
+				t.Fatalf("the plan waits %s; want between the two expectation timeouts", plan.RequeueAfter)
+			}
+			want := tc.expectation
+			if tc.plan {
+				want = plan.RequeueAfter
+			}
+			if after := f.sync(t); strings.Join(f.w.sent, ",") != "swap" || after != want {
+				t.Errorf("writes %v, requeue %s; want the swap and %s (the plan waits %s, the expectation %s)", f.w.sent, after, want, plan.RequeueAfter, tc.expectation)
+			}
+		})
+	}
+}
+
+// inFlightCRR is our first CRR for the pod's container, created 10 s after
+// the epoch with the given deadline, which kruise-daemon holds Recreating.
+func inFlightCRR(pod *corev1.Pod, container string, deadline int64) *kruisev1alpha1.ContainerRecreateRequest {
+	return &kruisev1alpha1.ContainerRecreateRequest{ObjectMeta: metav1.ObjectMeta{Name: decision.CRRName(pod, 1), Namespace: "default",
+		CreationTimestamp: metav1.NewTime(podtest.Epoch.Add(10 * time.Second)),
+		Labels:            map[string]string{reconciler.LabelManagedBy: reconciler.ManagedByValue, reconciler.LabelPodUID: string(pod.UID), reconciler.LabelAttempt: "1"}},
+		Spec: kruisev1alpha1.ContainerRecreateRequestSpec{PodName: pod.Name, ActiveDeadlineSeconds: &deadline,
+			Containers: []kruisev1alpha1.ContainerRecreateRequestContainer{{Name: container}}},
+		Status: kruisev1alpha1.ContainerRecreateRequestStatus{Phase: kruisev1alpha1.ContainerRecreateRequestRecreating}}
+}
+
+// A write whose effect never reached the cache is decided afresh after the
+// timeout, and the log line that says so names each unseen write, the CRR
+// by name: the only sign an operator gets that the cache and the cluster
+// disagree.
+func TestExpectationTimeoutLogNamesTheUnseenWrites(t *testing.T) {
+	pod := donePod("p", "normal", markCRR)
+	for name, tc := range map[string]struct {
+		pod  *corev1.Pod
+		want string
+	}{
+		"crr":  {pod, fmt.Sprintf("pending=[%q]", string(decision.ActionCreateCRR)+" "+decision.CRRName(pod, 1))},
+		"swap": {donePod("p", "vk", markImage), fmt.Sprintf("pending=[%q]", string(decision.ActionSwapImage))},
+	} {
+		t.Run(name, func(t *testing.T) {
+			a, rec, _ := newAPI(t, tc.pod)
+			var buf bytes.Buffer
+			ctx := klog.NewContext(context.Background(), textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(&buf))))
+			key := cache.ObjectName{Namespace: "default", Name: "p"}
+			if _, err := rec.Sync(ctx, key); err != nil {
+				t.Fatal(err)
+			}
+			// The write is undone behind the cache's back.
+			a.crrs, a.pods["p"] = nil, tc.pod
+			a.clock.Step(time.Minute)
+			buf.Reset()
+			if _, err := rec.Sync(ctx, key); err != nil {
+				t.Fatal(err)
+			}
+			var line string
+			for _, l := range strings.Split(buf.String(), "\n") {
+				if strings.Contains(l, "Expectation timed out") {
+					line = l
+				}
+			}
+			if !strings.Contains(line, tc.want) {
+				t.Errorf("log line %q, want it to name %s\n%s", line, tc.want, buf.String())
+			}
+		})
+	}
 }
