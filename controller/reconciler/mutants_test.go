@@ -417,3 +417,66 @@ func TestExpectationTimeoutLogNamesTheUnseenWrites(t *testing.T) {
 		})
 	}
 }
+
+// A sidecar marked for both ways is stopped by CRR on a normal node and by
+// the image swap on a node the virtual-node selector matches (no
+// kruise-daemon there); with no selector configured, no node is virtual.
+func TestVirtualNodeSelectorChoosesTheSwap(t *testing.T) {
+	both := []podtest.Option{markCRR, markImage}
+	for _, tc := range []struct {
+		name     string
+		node     string
+		selector bool
+		want     decision.ActionKind
+	}{
+		{"normal node", "normal", true, decision.ActionCreateCRR},
+		{"virtual node", "vk", true, decision.ActionSwapImage},
+		{"virtual node, no selector", "vk", false, decision.ActionCreateCRR},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, _, _ := newAPI(t, donePod("p", tc.node, both...))
+			cfg := reconciler.DefaultConfig()
+			if !tc.selector {
+				cfg.VirtualNodeSelector = nil
+			}
+			rec := reconciler.New(cfg, a, a, a, nil, a.clock)
+			plan, err := rec.Plan(a.cachedPods["p"], a.clock.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(plan.Actions) != 1 || plan.Actions[0].Kind != tc.want {
+				t.Errorf("plan %+v, want one %s", plan.Actions, tc.want)
+			}
+		})
+	}
+}
+
+// countingReader counts the CRR lists it is asked for: behind `explain` the
+// Reader is the API server (kube.LiveReader), where each is a request.
+type countingReader struct {
+	*apiFake
+	lists int
+}
+
+func (r *countingReader) CRRs(pod *corev1.Pod) ([]*kruisev1alpha1.ContainerRecreateRequest, error) {
+	r.lists++
+	return r.apiFake.CRRs(pod)
+}
+
+// A plan for a pod the reconciler remembers no CRR of lists the pod's CRRs
+// once: the remembered ones are merged in only when there are some.
+func TestAPlanWithNothingRememberedListsCRRsOnce(t *testing.T) {
+	pod := donePod("p", "normal", markCRR)
+	a, _, _ := newAPI(t, pod)
+	a.crrs = append(a.crrs, inFlightCRR(pod, "log", 600))
+	a.catchUp()
+	r := &countingReader{apiFake: a}
+	rec := reconciler.New(reconciler.DefaultConfig(), r, a, a, nil, a.clock)
+	plan, err := rec.ExplainPlan(a.cachedPods["p"], a.clock.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.lists != 1 || len(plan.CRRs) != 1 {
+		t.Errorf("%d CRR lists, %d CRRs in the plan; want 1 and 1", r.lists, len(plan.CRRs))
+	}
+}
