@@ -35,7 +35,7 @@ func main() {
 	coef := flag.Int("timeout-coefficient", 10, "gremlins: a mutant's test run may take this many times the coverage run")
 	from := flag.String("from", "", "read gremlins' JSON from DIR/<package base>.json instead of running it")
 	sim := flag.Bool("sim", true, "try each survivor against the simulator's tests")
-	recheck := flag.Bool("recheck", true, "run each mutant gremlins calls NOT COVERED against the package's own tests")
+	recheck := flag.Bool("recheck", true, "run each mutant gremlins calls NOT COVERED (with -from, each survivor) against the package's own tests")
 	out := flag.String("out", "e2e/bench/results", "where mutation.json and mutation.md go")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -64,8 +64,8 @@ type Package struct {
 }
 
 // Counts are mutants by status. RecheckKilled: mutants gremlins calls NOT
-// COVERED that the package's own tests kill when they are run (see recheck);
-// NotCovered counts the rest.
+// COVERED (or, with -from, LIVED in that run) that the package's own tests
+// kill when they are run (see recheck); NotCovered and Lived count the rest.
 type Counts struct {
 	Total, Killed, TimedOut, Lived, NotCovered, NotViable, KilledBySim, Equivalent, RecheckKilled int
 }
@@ -163,20 +163,30 @@ func run(ctx context.Context, pkgs []string, workers, coef int, from string, sim
 				if strings.HasPrefix(mu.Argument, "equivalent") {
 					p.Counts.Equivalent++
 				}
-				if recheck && mu.Status == "NOT COVERED" && !strings.HasPrefix(mu.Argument, "equivalent") {
+				// With -from, the run read may be older than the tests: its
+				// survivors are run against today's tests too (the package's
+				// code must be the run's; only tests added since).
+				if recheck && (mu.Status == "NOT COVERED" || from != "") && !strings.HasPrefix(mu.Argument, "equivalent") {
 					mu.Recheck = tryTests(ctx, simDir, mu, 3*time.Minute, "-tags", "mutate", "./"+pkg)
-					fmt.Fprintf(os.Stderr, "%s:%d:%d %s: NOT COVERED, own tests %s\n", mu.File, mu.Line, mu.Column, mu.Type, mu.Recheck)
+					fmt.Fprintf(os.Stderr, "%s:%d:%d %s: %s, own tests %s\n", mu.File, mu.Line, mu.Column, mu.Type, mu.Status, mu.Recheck)
+					uncount := func() {
+						if mu.Status == "LIVED" {
+							p.Counts.Lived--
+						} else {
+							p.Counts.NotCovered--
+						}
+					}
 					switch mu.Recheck {
 					case "killed":
 						// Killed by the package's tests: covered and detected,
 						// whatever gremlins' coverage profile said.
-						p.Counts.NotCovered--
+						uncount()
 						p.Counts.RecheckKilled++
 						continue
 					case "not viable":
 						// Does not build (gremlins says NOT COVERED before it
 						// builds): out of every count, as gremlins' NOT VIABLE.
-						p.Counts.NotCovered--
+						uncount()
 						p.Counts.NotViable++
 						continue
 					}

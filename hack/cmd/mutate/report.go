@@ -23,11 +23,12 @@ func write(dir string, rep Report) error {
 	var md strings.Builder
 	fmt.Fprintf(&md, "# Mutation testing\n\n")
 	fmt.Fprintf(&md, "`make mutate` (%s) on commit %s, %s. Each package is mutated with gremlins' default mutants and tested with its own tests; "+
-		"each mutant gremlins calls NOT COVERED is run against the package's own tests (gremlins' coverage misses the condition of a tagless switch's `case`); "+
+		"each mutant gremlins calls NOT COVERED is run against the package's own tests (gremlins' coverage misses the condition of a tagless switch's `case`), "+
+		"and so is each survivor when the report is made from an earlier run (`-from`); "+
 		"each survivor is then tried against the simulator's tests (`./sim/...`).\n\n", rep.Tool, rep.Commit, rep.Generated.Format("2006-01-02 15:04 UTC"))
 	fmt.Fprintf(&md, "Killed: killed or timed out, of the covered mutants not argued equivalent (own tests), and of all viable non-equivalent mutants "+
 		"(own tests plus the simulator). Covered: mutants some test of the package executes (or kills, though gremlins called them not covered), of the viable ones.\n\n")
-	fmt.Fprintf(&md, "| package | mutants | killed | timed out | lived | not covered | not covered by gremlins, killed by own tests | equivalent | killed by the simulator | killed %% (own tests) | killed %% (+ simulator) | covered %% |\n")
+	fmt.Fprintf(&md, "| package | mutants | killed | timed out | lived | not covered | killed on recheck by own tests | equivalent | killed by the simulator | killed %% (own tests) | killed %% (+ simulator) | covered %% |\n")
 	fmt.Fprintf(&md, "|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, p := range rep.Packages {
 		c := p.Counts
@@ -36,7 +37,7 @@ func write(dir string, rep Report) error {
 	}
 	fmt.Fprintf(&md, "\n## Survivors of the package's own tests\n\n")
 	fmt.Fprintf(&md, "Arguments live in `hack/cmd/mutate/survivors.txt`.\n\n")
-	fmt.Fprintf(&md, "| where | mutant | status | own tests (not covered) | simulator | argument |\n|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&md, "| where | mutant | status | recheck by own tests | simulator | argument |\n|---|---|---|---|---|---|\n")
 	n := 0
 	for _, p := range rep.Packages {
 		for _, m := range p.Mutants {
