@@ -480,3 +480,93 @@ func TestAPlanWithNothingRememberedListsCRRsOnce(t *testing.T) {
 		t.Errorf("%d CRR lists, %d CRRs in the plan; want 1 and 1", r.lists, len(plan.CRRs))
 	}
 }
+
+// A CRR create answered 404 for the pod (kruise's webhook names the pod it
+// did not find) is a stale write, the pod gone: no refusal, no rediscovery
+// of the CRR API (kept for a 404 of the CRR resource itself).
+func TestCRRCreateNotFoundForThePodIsStale(t *testing.T) {
+	f := newFixture(jobPod(markCRR, markImage))
+	f.w.answers["crr "+decision.CRRName(f.w.pod, 1)] = []error{apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, "p")}
+	_, err := f.rec.Sync(context.Background(), cache.ObjectName{Namespace: f.w.pod.Namespace, Name: f.w.pod.Name})
+	if !apierrors.IsNotFound(err) {
+		t.Fatalf("Sync: %v, want the stale write's 404", err)
+	}
+	if f.w.rediscover != 0 || len(f.ev.warnings(decision.ReasonSidecarKillFailed)) != 0 || strings.Join(f.w.sent, ",") != "crr "+decision.CRRName(f.w.pod, 1) {
+		t.Errorf("rediscoveries %d, Warnings %+v, writes %v; want none, none, the CRR only", f.w.rediscover, f.ev.list, f.w.sent)
+	}
+}
+
+// A stage's CRR delete that got no answer may have been applied: it is
+// remembered as deleted, so when the cache then drops the CRR the next stage
+// goes on (its CRR, after the refusal's backoff), and the delete is not sent
+// again for a CRR the pod no longer has.
+func TestAStageDeleteWithoutAnswerCountsAsMaybeDone(t *testing.T) {
+	pod := podtest.Pod("p").Annotate(decision.AnnotationStopOrder, "fluent-bit,istio-proxy").
+		Container("main", podtest.Exited(0, podtest.Epoch.Add(10*time.Second))).
+		Container("fluent-bit", markCRR, podtest.Exited(0, podtest.Epoch.Add(11*time.Second))).
+		Container("istio-proxy", markCRR).Build()
+	f := newFixture(pod)
+	st1, st2 := decision.StageCRRName(pod, 1, 1), decision.StageCRRName(pod, 2, 1)
+	f.w.crrs = []*kruisev1alpha1.ContainerRecreateRequest{stageCRR(st1, 1, "fluent-bit")}
+	f.w.answers["delete "+st1] = []error{apierrors.NewTimeoutError("no answer", 1)}
+	f.clock.SetTime(podtest.Epoch.Add(50 * time.Second))
+	after := f.sync(t)
+	if got := strings.Join(f.w.sent, ","); got != "delete "+st1 {
+		t.Fatalf("first sync: writes %s, want delete %s", got, st1)
+	}
+	// It was applied: the cache drops the CRR.
+	f.w.crrs, f.w.sent = nil, nil
+	f.clock.Step(after)
+	f.sync(t)
+	if got, want := strings.Join(f.w.sent, ","), "crr "+st2; got != want {
+		t.Fatalf("after the backoff: writes %s, want %s", got, want)
+	}
+}
+
+// The swap's follow-through counts from the swap itself: a sidecar swapped
+// five minutes after the mains exited (its CRR path failed first, say) has
+// the pod's grace plus the start allowance from then, not from the mains'
+// exit, before it is called stuck.
+func TestASwapIsFollowedFromWhenItWasMade(t *testing.T) {
+	a, rec, _ := newAPI(t, donePod("p", "vk", markImage))
+	a.clock.SetTime(podtest.Epoch.Add(10*time.Second + 5*time.Minute))
+	mustSync(t, rec, "p")
+	if a.pods["p"].Spec.Containers[1].Image != quickExit {
+		t.Fatalf("not swapped: writes %v", a.writes)
+	}
+	a.catchUp() // swapped, still running: the kubelet has not restarted it yet
+	a.clock.Step(time.Second)
+	bound := 30*time.Second + decision.DefaultPolicy().SwapStartAllowance
+	if after := mustSync(t, rec, "p"); after != bound-time.Second || countEvents(a, "Warning "+decision.ReasonQuickExitNotRunning) != 0 {
+		t.Errorf("a second after the swap: requeue %s, events %v; want %s and no %s", after, a.events, bound-time.Second, decision.ReasonQuickExitNotRunning)
+	}
+}
+
+// When OpenKruise's terminator is noticed on a pod, the log line that says
+// the controller yields names kruise's CRR.
+func TestYieldingToKruiseLogsItsCRR(t *testing.T) {
+	p1 := donePod("p1", "normal", markCRR)
+	w, rec, _ := newKruiseAPI(t, p1)
+	w.kruiseActs(p1, "log")
+	var buf bytes.Buffer
+	ctx := klog.NewContext(context.Background(), textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(&buf))))
+	key := cache.ObjectName{Namespace: "default", Name: "p1"}
+	if _, err := rec.Sync(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	w.catchUp()
+	w.setCRRPhase(decision.CRRName(p1, 1), kruisev1alpha1.ContainerRecreateRequestPending)
+	w.clock.Step(time.Second)
+	if _, err := rec.Sync(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	var line string
+	for _, l := range strings.Split(buf.String(), "\n") {
+		if strings.Contains(l, "yields to it") {
+			line = l
+		}
+	}
+	if want := fmt.Sprintf("kruiseCRR=%q", decision.KruiseTerminatorCRRName(p1)); !strings.Contains(line, want) {
+		t.Errorf("log line %q, want %s", line, want)
+	}
+}
