@@ -570,3 +570,25 @@ func TestYieldingToKruiseLogsItsCRR(t *testing.T) {
 		t.Errorf("log line %q, want %s", line, want)
 	}
 }
+
+// explain looks for OpenKruise's own terminator's CRR whatever the signals
+// say (a sync reads it only when our CRR waits behind it), and reports it.
+func TestExplainLooksForKruisesTerminator(t *testing.T) {
+	for _, kruiseActs := range []bool{true, false} {
+		pod := donePod("p", "normal", markCRR)
+		w, rec, _ := newKruiseAPI(t, pod)
+		if kruiseActs {
+			w.kruiseActs(pod, "log")
+		}
+		plan, err := rec.ExplainPlan(w.cachedPods["p"], w.clock.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w.gets != 1 {
+			t.Errorf("kruise acts %v: %d reads of kruise's CRR, want 1", kruiseActs, w.gets)
+		}
+		if got := plan.SecondTerminator != nil && plan.SecondTerminator.CRR == decision.KruiseTerminatorCRRName(pod); got != kruiseActs {
+			t.Errorf("kruise acts %v: plan's second terminator %+v", kruiseActs, plan.SecondTerminator)
+		}
+	}
+}
