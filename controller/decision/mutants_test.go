@@ -115,3 +115,36 @@ func TestExplainStopOrderLinesOnlyWhenTheyApply(t *testing.T) {
 		})
 	}
 }
+
+// A pod is restarting all its containers when a container's status says it
+// was stopped for that restart; a container the kubelet reports no status
+// for yet does not count either way.
+func TestRestartingAllContainersFromAContainersStatus(t *testing.T) {
+	restarting := podtest.Pod("p").Container("main", podtest.Exited(137, podtest.Epoch)).Container("log", markCRR, podtest.Running()).Build()
+	restarting.Status.ContainerStatuses[0].State.Terminated.Reason = RestartingAllContainersReason
+	plain := podtest.Pod("p").Container("main", exited(0)).Container("log", markCRR, podtest.NoStatus()).Build()
+	if !RestartingAllContainers(restarting) {
+		t.Errorf("a main stopped for the restart: not restarting")
+	}
+	if RestartingAllContainers(plain) {
+		t.Errorf("a main exited 0 beside a sidecar without status: restarting")
+	}
+}
+
+// A refusal names its status for a person: the HTTP code with its reason
+// when the server gave one, the code alone when not, "no answer" without
+// one.
+func TestRefusalDescribe(t *testing.T) {
+	for _, tc := range []struct {
+		r    Refusal
+		want string
+	}{
+		{Refusal{Code: 403, Reason: "Forbidden", Message: "denied"}, "HTTP 403 Forbidden: denied"},
+		{Refusal{Code: 500, Message: "boom"}, "HTTP 500: boom"},
+		{Refusal{Message: "timeout"}, "no answer: timeout"},
+	} {
+		if got := tc.r.Describe(); got != tc.want {
+			t.Errorf("Describe() = %q, want %q", got, tc.want)
+		}
+	}
+}
