@@ -148,3 +148,111 @@ func TestRefusalDescribe(t *testing.T) {
 		}
 	}
 }
+
+// Stop order "fluent-bit": the sidecars it does not name (istio-proxy) are
+// stage 0, fluent-bit stage 1. fluent-bit has stopped; istio-proxy still
+// runs.
+func orderedProxyRunning() *corev1.Pod {
+	return ordered("fluent-bit").Container("fluent-bit", markCRR, podtest.Exited(137, exitAt.Add(20*time.Second))).
+		Container("istio-proxy", markCRR, podtest.Running()).Build()
+}
+
+// Once stage 1 was issued (its CRR exists), a stage-0 sidecar that still
+// runs is stopped with the current stage: the order never goes back to
+// stage 0, whose CRR would then be made beside stage 1's.
+func TestALateStageZeroSidecarDoesNotSendTheOrderBack(t *testing.T) {
+	p := Decide(Input{Pod: orderedProxyRunning(), Node: normal, CRRAPI: true, Now: exitAt.Add(30 * time.Second), Policy: DefaultPolicy(),
+		CRRs: []CRR{crrOfStage(1, 1, "Recreating", exitAt.Add(10*time.Second), "fluent-bit")}})
+	if p.Stage == nil || p.Stage.Stage != 1 {
+		t.Fatalf("stage %+v, want stage 1 to stay the current one", p.Stage)
+	}
+	for _, a := range p.Actions {
+		if a.Kind == ActionCreateCRR && a.Stage == 0 {
+			t.Errorf("a stage-0 CRR %+v beside stage 1's", a)
+		}
+	}
+}
+
+// The only sidecar still running is of the last stage that was issued: its
+// kill follows it through; no later stage waits, so nothing is "held up".
+func TestTheLastRunningStageIsNotHeldUp(t *testing.T) {
+	p := Decide(Input{Pod: orderedProxyRunning(), Node: normal, CRRAPI: true, Now: exitAt.Add(5 * time.Minute), Policy: DefaultPolicy(),
+		CRRs: []CRR{crrOfStage(0, 1, "Recreating", exitAt.Add(time.Second), "istio-proxy")}})
+	if p.Stage == nil || p.Stage.Stage != 0 || len(p.Stage.HeldUp) != 0 || !p.Stage.Until.IsZero() {
+		t.Fatalf("stage %+v, want stage 0, nothing held up, no bound", p.Stage)
+	}
+	for _, pr := range p.Problems {
+		if pr.Reason == ReasonStopOrderHeldUp {
+			t.Errorf("%s: %s", pr.Reason, pr.Message)
+		}
+	}
+}
+
+// The plan's reason names the stop order's wait only while later stages
+// wait: not for the last stage.
+func TestStopOrderReasonOnlyWhileLaterStagesWait(t *testing.T) {
+	first := ordered("fluent-bit").Container("fluent-bit", markCRR, podtest.Running()).Container("istio-proxy", markCRR, podtest.Running()).Build()
+	p := Decide(Input{Pod: first, Node: normal, CRRAPI: true, Now: exitAt.Add(time.Second), Policy: DefaultPolicy()})
+	if !strings.Contains(p.Reason, "stop order: stage 0 of 1, [fluent-bit] wait for [istio-proxy]") {
+		t.Errorf("first stage's reason %q, want the wait named", p.Reason)
+	}
+	last := Decide(Input{Pod: orderedProxyRunning(), Node: normal, CRRAPI: true, Now: exitAt.Add(5 * time.Minute), Policy: DefaultPolicy(),
+		CRRs: []CRR{crrOfStage(0, 1, "Recreating", exitAt.Add(time.Second), "istio-proxy")}})
+	if strings.Contains(last.Reason, "stop order:") {
+		t.Errorf("last stage's reason %q names a wait", last.Reason)
+	}
+}
+
+// A refused swap of the current stage's sidecar is waited out within a stop
+// order as without one: the swap is not sent again before its backoff.
+func TestARefusedSwapInAStopOrderWaitsItsBackoff(t *testing.T) {
+	pod := ordered("fluent-bit").Container("fluent-bit", markImage, podtest.Running()).Container("istio-proxy", markImage, podtest.Running()).Build()
+	now := exitAt.Add(10 * time.Second)
+	p := Decide(Input{Pod: pod, Node: virtual, CRRAPI: true, Now: now, Policy: DefaultPolicy(),
+		Refusals: []Refusal{{Kind: ActionSwapImage, Containers: []string{"istio-proxy"}, Code: 500, Count: 1, At: now.Add(-time.Second)}}})
+	for _, a := range p.Actions {
+		if a.Kind == ActionSwapImage {
+			t.Errorf("swap %+v sent again within its backoff", a)
+		}
+	}
+	if p.RequeueAfter <= 0 || p.RequeueAfter > DefaultPolicy().RetryBackoff {
+		t.Errorf("requeue %s, want the rest of the backoff", p.RequeueAfter)
+	}
+}
+
+// A stage's retry (its first CRR past the deadline, still Recreating) does
+// not delete the stage's own first CRR: only earlier stages' CRRs are
+// cleared before a stage's CRR.
+func TestAStagesRetryDoesNotDeleteItsOwnCRR(t *testing.T) {
+	pod := ordered("fluent-bit").Container("fluent-bit", markCRR, podtest.Running()).Container("istio-proxy", markCRR, podtest.Exited(137, exitAt.Add(5*time.Second))).Build()
+	crr := crrOfStage(1, 1, "Recreating", exitAt.Add(10*time.Second), "fluent-bit")
+	crr.Deadline = time.Minute
+	st0 := crrOfStage(0, 1, "Completed", exitAt.Add(time.Second), "istio-proxy")
+	st0.Completed = exitAt.Add(6 * time.Second)
+	p := Decide(Input{Pod: pod, Node: normal, CRRAPI: true, Now: exitAt.Add(10*time.Second + 3*time.Minute), Policy: DefaultPolicy(),
+		CRRs: []CRR{st0, crr}})
+	retry := false
+	for _, a := range p.Actions {
+		if a.Kind == ActionDeleteCRR {
+			t.Errorf("delete %+v before the stage's retry", a)
+		}
+		retry = retry || (a.Kind == ActionCreateCRR && a.Stage == 1 && a.Attempt == 2)
+	}
+	if !retry {
+		t.Fatalf("actions %+v, want stage 1's second attempt", p.Actions)
+	}
+}
+
+// A refused CRR of an earlier stage is no refusal of this stage's: stage 0's
+// CRR for istio-proxy was refused a second ago (istio-proxy has stopped
+// since), and stage 1's first CRR is made now, not after that backoff.
+func TestAnEarlierStagesRefusedCRRDoesNotHoldTheNextStage(t *testing.T) {
+	pod := ordered("fluent-bit").Container("fluent-bit", markCRR, podtest.Running()).
+		Container("istio-proxy", markCRR, podtest.Exited(137, exitAt.Add(5*time.Second))).Build()
+	now := exitAt.Add(10 * time.Second)
+	p := Decide(Input{Pod: pod, Node: normal, CRRAPI: true, Now: now, Policy: DefaultPolicy(),
+		Refusals: []Refusal{{Kind: ActionCreateCRR, Containers: []string{"istio-proxy"}, Attempt: 1, Code: 500, Count: 1, At: now.Add(-time.Second)}}})
+	if len(p.Actions) != 1 || p.Actions[0].Kind != ActionCreateCRR || p.Actions[0].Stage != 1 || p.Actions[0].Attempt != 1 {
+		t.Errorf("actions %+v (%s), want stage 1's first CRR now", p.Actions, p.Reason)
+	}
+}
