@@ -159,7 +159,7 @@ func run(ctx context.Context, pkgs []string, workers, coef int, from string, sim
 					return fmt.Errorf("%s:%d: unknown status %q", file, m.Line, m.Status)
 				}
 				mu := Mutant{File: file, Line: m.Line, Column: m.Column, Type: m.Type, Status: m.Status,
-					Argument: args[fmt.Sprintf("%s:%d %s", file, m.Line, m.Type)]}
+					Argument: argumentFor(args, file, m)}
 				if strings.HasPrefix(mu.Argument, "equivalent") {
 					p.Counts.Equivalent++
 				}
@@ -333,7 +333,16 @@ func parseLog(path string) (gremlinsOut, error) {
 	return g, nil
 }
 
-// readArguments reads survivors.txt: "file:line TYPE: argument" per line.
+// argumentFor finds a mutant's argument: "file:line:column TYPE" when two
+// mutants of a type share a line, else "file:line TYPE".
+func argumentFor(args map[string]string, file string, m gMutation) string {
+	if a, ok := args[fmt.Sprintf("%s:%d:%d %s", file, m.Line, m.Column, m.Type)]; ok {
+		return a
+	}
+	return args[fmt.Sprintf("%s:%d %s", file, m.Line, m.Type)]
+}
+
+// readArguments reads survivors.txt: "file:line[:column] TYPE: argument" per line.
 func readArguments(path string) (map[string]string, error) {
 	b, err := os.ReadFile(path)
 	if os.IsNotExist(err) {
