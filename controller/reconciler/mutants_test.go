@@ -592,3 +592,231 @@ func TestExplainLooksForKruisesTerminator(t *testing.T) {
 		}
 	}
 }
+
+// A pod add or a CRR event queues the pod only when the decision does not
+// ignore it outright; an add of nothing (a tombstone) always does, a CRR
+// event for a pod not in the cache never.
+func TestAddAndCRREventFilters(t *testing.T) {
+	eligible := donePod("p", "normal", markCRR)
+	finished := podtest.Pod("p").Phase(corev1.PodSucceeded).Container("main", exitedAt).Container("log", markCRR, exitedAt).Build()
+	if decision.Eligible(finished) || !decision.Eligible(eligible) {
+		t.Fatal("want one pod the decision ignores and one it does not")
+	}
+	for _, tc := range []struct {
+		name     string
+		pod      *corev1.Pod
+		add, crr bool
+	}{
+		{"nil", nil, true, false},
+		{"eligible", eligible, true, true},
+		{"finished", finished, false, false},
+	} {
+		if got := reconciler.PodAddMatters(tc.pod); got != tc.add {
+			t.Errorf("%s: PodAddMatters = %v, want %v", tc.name, got, tc.add)
+		}
+		if got := reconciler.CRREventMatters(tc.pod); got != tc.crr {
+			t.Errorf("%s: CRREventMatters = %v, want %v", tc.name, got, tc.crr)
+		}
+	}
+}
+
+// A stage's CRR deleted (and the next stage's created) is awaited until the
+// cache shows both: the deleted CRR gone and the new one there; then the
+// pod is decided again at once.
+func TestADeleteIsAwaitedUntilTheCacheDropsTheCRR(t *testing.T) {
+	pod := podtest.Pod("p").Namespace("default").UID("p-uid-1").Node("normal").Annotate(decision.AnnotationStopOrder, "fluent-bit,istio-proxy").
+		Container("main", exitedAt).
+		Container("fluent-bit", markCRR, podtest.Exited(0, podtest.Epoch.Add(11*time.Second))).
+		Container("istio-proxy", markCRR).Build()
+	a, rec, m := newAPI(t, pod)
+	st1 := stageCRR(decision.StageCRRName(pod, 1, 1), 1, "fluent-bit")
+	st1.Labels[reconciler.LabelPodUID] = string(pod.UID)
+	a.crrs = append(a.crrs, st1)
+	a.catchUp()
+	a.clock.SetTime(podtest.Epoch.Add(50 * time.Second))
+	mustSync(t, rec, "p")
+	if got := strings.Join(a.writes, ","); got != "delete,crr" {
+		t.Fatalf("writes %s, want delete,crr", got)
+	}
+	seen := decisions(m)
+	a.catchUp()
+	a.clock.Step(time.Second)
+	mustSync(t, rec, "p")
+	if decisions(m) != seen+1 {
+		t.Errorf("the cache shows both writes: %v decisions, want the pod decided again at once", decisions(m)-seen)
+	}
+}
+
+// Any other 4xx (a webhook's own code) is a permanent refusal; a 5xx is not.
+func TestOtherClientErrorsAreRefusedForGood(t *testing.T) {
+	for _, tc := range []struct {
+		code      int32
+		permanent bool
+	}{{418, true}, {400, true}, {499, true}, {500, false}} {
+		f := newFixture(jobPod(markImage))
+		f.w.answers["swap"] = []error{&apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: tc.code,
+			Reason: metav1.StatusReasonGone, Message: "webhook says no"}}}
+		f.sync(t)
+		class := "transient"
+		if tc.permanent {
+			class = "permanent"
+		}
+		if got := testutil.ToFloat64(f.metrics.Refusals.WithLabelValues(string(decision.ActionSwapImage), class)); got != 1 {
+			t.Errorf("HTTP %d: %v %s refusals, want 1", tc.code, got, class)
+		}
+	}
+}
+
+// The defaults keep their reasons: the daemon grace gives kruise-daemon more
+// than the minute kruise itself gives it to answer a CRR, and the retry
+// back-off's ceiling is above its base.
+func TestDefaultsKeepTheirReasons(t *testing.T) {
+	if reconciler.DefaultKruiseDaemonGrace <= time.Minute {
+		t.Errorf("DefaultKruiseDaemonGrace %s, not more than kruise's one-minute response timeout", reconciler.DefaultKruiseDaemonGrace)
+	}
+	if reconciler.RetryMaxDelay <= reconciler.RetryBaseDelay || reconciler.RetryBaseDelay <= 0 {
+		t.Errorf("retry delays base %s, max %s", reconciler.RetryBaseDelay, reconciler.RetryMaxDelay)
+	}
+}
+
+// Once OpenKruise's terminator is known to act in the cluster, a pod's first
+// CRR (past the wait for kruise's CRR: the mains ended long ago) looks for
+// kruise's CRR once first: one there is warned about and counted.
+func TestAFirstCRRLooksForKruisesOnceKruiseIsKnown(t *testing.T) {
+	for _, kruiseActs := range []bool{true, false} {
+		pod := donePod("p", "normal", markCRR)
+		w, rec, m := newKruiseAPI(t, pod)
+		rec.KruiseTerminatorSeen()
+		if kruiseActs {
+			w.kruiseActs(pod, "log")
+		}
+		w.clock.Step(decision.SecondTerminatorGrace + time.Minute)
+		mustSync(t, rec, "p")
+		warned := countEvents(w.apiFake, "Warning "+decision.ReasonSecondTerminator) == 1 && testutil.ToFloat64(m.SecondTerminatorPods) == 1
+		if w.gets != 1 || warned != kruiseActs {
+			t.Errorf("kruise acts %v: %d reads of kruise's CRR, warned and counted %v (events %v); want 1 read, %v", kruiseActs, w.gets, warned, w.events, kruiseActs)
+		}
+	}
+}
+
+// liveAPI is apiFake with an API server to read from directly, whose
+// answers the test sets: a CRR by name (nil: not found), the pod.
+type liveAPI struct {
+	*apiFake
+	crrs    map[string]*kruisev1alpha1.ContainerRecreateRequest
+	crrErr  error
+	pod     *corev1.Pod
+	podErr  error
+	podGets int
+}
+
+func (l *liveAPI) LiveCRR(_ context.Context, _, name string) (*kruisev1alpha1.ContainerRecreateRequest, error) {
+	if l.crrErr != nil {
+		return nil, l.crrErr
+	}
+	if c := l.crrs[name]; c != nil {
+		return c, nil
+	}
+	return nil, apierrors.NewNotFound(kruisev1alpha1.Resource("containerrecreaterequests"), name)
+}
+
+func (l *liveAPI) LivePod(context.Context, string, string) (*corev1.Pod, error) {
+	l.podGets++
+	if l.podErr != nil {
+		return nil, l.podErr
+	}
+	if l.pod == nil {
+		return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, "p")
+	}
+	return l.pod, nil
+}
+
+// A write the cache has not shown by the expectation's timeout is checked at
+// the API server: in effect there (our CRR made, the CRR deleted, the pod
+// swapped), the cache only lags and the pod keeps waiting; not in effect
+// (none, someone else's CRR, the CRR still there, the pod gone or
+// replaced), it is decided afresh, and counted; a failed read is an error.
+func TestAnUnseenWriteIsCheckedLive(t *testing.T) {
+	internal := apierrors.NewInternalError(errors.New("etcd"))
+	type result int
+	const (
+		waits result = iota
+		afresh
+		fails
+	)
+	for _, tc := range []struct {
+		name  string
+		pod   *corev1.Pod
+		order bool // a stop order whose stage-1 CRR is deleted and stage 2's made
+		live  func(l *liveAPI, truth *apiFake)
+		want  result
+	}{
+		{"our CRR made", donePod("p", "normal", markCRR), false, func(l *liveAPI, a *apiFake) { l.crrs[a.crrs[0].Name] = a.crrs[0] }, waits},
+		{"no CRR", donePod("p", "normal", markCRR), false, func(*liveAPI, *apiFake) {}, afresh},
+		{"someone else's CRR", donePod("p", "normal", markCRR), false, func(l *liveAPI, a *apiFake) {
+			c := a.crrs[0].DeepCopy()
+			c.Labels[reconciler.LabelManagedBy] = "someone-else"
+			l.crrs[c.Name] = c
+		}, afresh},
+		{"CRR read fails", donePod("p", "normal", markCRR), false, func(l *liveAPI, _ *apiFake) { l.crrErr = internal }, fails},
+		{"deleted and made", nil, true, func(l *liveAPI, a *apiFake) { l.crrs[a.crrs[0].Name] = a.crrs[0] }, waits},
+		{"not deleted", nil, true, func(l *liveAPI, a *apiFake) {
+			l.crrs[a.crrs[0].Name] = a.crrs[0]
+			st1 := decision.StageCRRName(a.pods["p"], 1, 1)
+			l.crrs[st1] = stageCRR(st1, 1, "fluent-bit")
+		}, afresh},
+		{"pod swapped", donePod("p", "vk", markImage), false, func(l *liveAPI, a *apiFake) { l.pod = a.pods["p"] }, waits},
+		{"pod gone", donePod("p", "vk", markImage), false, func(*liveAPI, *apiFake) {}, afresh},
+		{"pod replaced", donePod("p", "vk", markImage), false, func(l *liveAPI, a *apiFake) {
+			l.pod = a.pods["p"].DeepCopy()
+			l.pod.UID = "other"
+		}, afresh},
+		{"pod read fails", donePod("p", "vk", markImage), false, func(l *liveAPI, _ *apiFake) { l.podErr = internal }, fails},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := tc.pod
+			if tc.order {
+				pod = podtest.Pod("p").Namespace("default").UID("uid1").Node("normal").Annotate(decision.AnnotationStopOrder, "fluent-bit,istio-proxy").
+					Container("main", exitedAt).Container("fluent-bit", markCRR, podtest.Exited(0, podtest.Epoch.Add(11*time.Second))).
+					Container("istio-proxy", markCRR).Build()
+			}
+			a, _, m := newAPI(t, pod)
+			if tc.order {
+				st1 := stageCRR(decision.StageCRRName(pod, 1, 1), 1, "fluent-bit")
+				st1.Labels[reconciler.LabelPodUID] = string(pod.UID)
+				a.crrs = append(a.crrs, st1)
+				a.catchUp()
+				a.clock.SetTime(podtest.Epoch.Add(50 * time.Second))
+			}
+			l := &liveAPI{apiFake: a, crrs: map[string]*kruisev1alpha1.ContainerRecreateRequest{}}
+			rec := reconciler.New(reconciler.DefaultConfig(), a, l, a, m, a.clock)
+			mustSync(t, rec, "p")
+			if tc.order && strings.Join(a.writes, ",") != "delete,crr" {
+				t.Fatalf("writes %v, want delete,crr", a.writes)
+			}
+			writes := len(a.writes)
+			tc.live(l, a)
+			seen := decisions(m)
+			a.clock.Step(time.Minute)
+			after, err := syncPod(t, rec, "p")
+			timedOut := testutil.ToFloat64(m.ExpectationsTimedOut)
+			switch tc.want {
+			case waits:
+				if err != nil || after != time.Minute || decisions(m) != seen || timedOut != 0 || len(a.writes) != writes {
+					t.Errorf("Sync %v, requeue %s, %v decisions, %v timed out, writes %v; want a wait of 1m, nothing decided or written",
+						err, after, decisions(m)-seen, timedOut, a.writes)
+				}
+			case afresh:
+				// Deciding afresh may send the write again, which the API
+				// server (where it is in effect) refuses as stale.
+				if decisions(m) != seen+1 || timedOut != 1 {
+					t.Errorf("Sync %v, %v decisions, %v timed out; want the pod decided afresh, counted", err, decisions(m)-seen, timedOut)
+				}
+			case fails:
+				if err == nil || !strings.Contains(err.Error(), "unseen writes live") || decisions(m) != seen {
+					t.Errorf("Sync %v, %v decisions; want the failed read, nothing decided", err, decisions(m)-seen)
+				}
+			}
+		})
+	}
+}
