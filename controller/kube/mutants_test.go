@@ -2,6 +2,9 @@ package kube
 
 import (
 	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -12,8 +15,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	fakediscovery "k8s.io/client-go/discovery/fake"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	metadatafake "k8s.io/client-go/metadata/fake"
+	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/sidecar-terminator/sidecar-terminator/controller/podtest"
@@ -142,4 +147,30 @@ func names(crrs []*kruisev1alpha1.ContainerRecreateRequest) []string {
 		out = append(out, c.Name)
 	}
 	return out
+}
+
+// explain's live reads go over HTTP with their own timeout: against an API
+// server that answers at once, a read succeeds (the timeout leaves it time;
+// client-go's fake clientsets would not see a context already expired).
+func TestLiveReaderReadsOverHTTP(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/api/v1/namespaces/default/pods/p" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"default","uid":"uid-1"}}`)
+	}))
+	defer srv.Close()
+	client, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod, err := LiveReader{Client: client}.Pod("default", "p")
+	if err != nil {
+		t.Fatalf("Pod: %v", err)
+	}
+	if pod.UID != "uid-1" {
+		t.Errorf("Pod: uid %q, want the server's pod", pod.UID)
+	}
 }
