@@ -37,7 +37,15 @@ func main() {
 	sim := flag.Bool("sim", true, "try each survivor against the simulator's tests")
 	recheck := flag.Bool("recheck", true, "run each mutant gremlins calls NOT COVERED (with -from, each survivor) against the package's own tests")
 	out := flag.String("out", "e2e/bench/results", "where mutation.json and mutation.md go")
+	merge := flag.String("merge", "", "write one report from earlier reports' mutation.json files (comma-separated), in order, and run nothing")
 	flag.Parse()
+	if *merge != "" {
+		if err := mergeReports(strings.Split(*merge, ","), *out); err != nil {
+			fmt.Fprintln(os.Stderr, "mutate:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, strings.Split(*pkgs, ","), *workers, *coef, *from, *sim, *recheck, *out); err != nil {
@@ -205,6 +213,28 @@ func run(ctx context.Context, pkgs []string, workers, coef int, from string, sim
 		rep.Packages = append(rep.Packages, p)
 	}
 	if !filepath.IsAbs(out) {
+		out = filepath.Join(root, out)
+	}
+	return write(out, rep)
+}
+
+// mergeReports writes one report of the packages of earlier ones (runs of
+// different packages, made at different times); the commit is the last one's.
+func mergeReports(files []string, out string) error {
+	var rep Report
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		var r Report
+		if err := json.Unmarshal(b, &r); err != nil {
+			return fmt.Errorf("%s: %w", f, err)
+		}
+		rep.Generated, rep.Commit, rep.Tool = r.Generated, r.Commit, r.Tool
+		rep.Packages = append(rep.Packages, r.Packages...)
+	}
+	if root, err := repo.Root(); err == nil && !filepath.IsAbs(out) {
 		out = filepath.Join(root, out)
 	}
 	return write(out, rep)
