@@ -353,3 +353,14 @@ func TestASidecarUnderItsCRRWithTheSameRestartCountIsBeingStopped(t *testing.T) 
 		t.Errorf("actions %+v, failed kills %v, reason %q; want the CRR waited for", p.Actions, p.FailedKills, p.Reason)
 	}
 }
+
+// A stop-stage mark that cannot be read (its time is not a time) reads as
+// none: no stage counts as issued, and the order starts at stage 0.
+func TestAnUnreadableStageMarkIsNone(t *testing.T) {
+	pod := ordered("fluent-bit").Annotate(AnnotationStopStage, "1 not-a-time").
+		Container("fluent-bit", markCRR, podtest.Running()).Container("istio-proxy", markCRR, podtest.Running()).Build()
+	p := Decide(Input{Pod: pod, Node: normal, CRRAPI: true, Now: exitAt.Add(time.Second), Policy: DefaultPolicy()})
+	if p.Stage == nil || p.Stage.Stage != 0 || len(p.Actions) != 1 || strings.Join(p.Actions[0].Containers, ",") != "istio-proxy" {
+		t.Errorf("stage %+v, actions %+v; want stage 0 stopping istio-proxy only", p.Stage, p.Actions)
+	}
+}
