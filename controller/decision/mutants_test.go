@@ -364,3 +364,41 @@ func TestAnUnreadableStageMarkIsNone(t *testing.T) {
 		t.Errorf("stage %+v, actions %+v; want stage 0 stopping istio-proxy only", p.Stage, p.Actions)
 	}
 }
+
+// Stage 2's first CRR waits behind stage 1's CRR, still in flight, whose
+// deletion was refused: a first attempt has no failed attempt to record.
+func TestAFirstStageCRRThatWaitsRecordsNoAttempt(t *testing.T) {
+	pod := ordered("fluent-bit,istio-proxy").Container("fluent-bit", markCRR, podtest.Exited(137, exitAt.Add(5*time.Second))).
+		Container("istio-proxy", markCRR, podtest.Running()).Build()
+	st1 := crrOfStage(1, 1, "Recreating", exitAt.Add(time.Second), "fluent-bit")
+	st1.Deadline = 10 * time.Minute
+	now := exitAt.Add(20 * time.Second)
+	p := Decide(Input{Pod: pod, Node: normal, CRRAPI: true, Now: now, Policy: DefaultPolicy(), CRRs: []CRR{st1},
+		Refusals: []Refusal{deleteRefused(1, now.Add(-time.Second))}})
+	if len(p.Actions) != 0 || p.Stage == nil || p.Stage.Stage != 2 || !strings.Contains(p.Reason, "waits") {
+		t.Fatalf("stage %+v, actions %+v, reason %q; want stage 2's CRR waiting", p.Stage, p.Actions, p.Reason)
+	}
+	if p.RecordAttempts != "" {
+		t.Errorf("records attempts %q for a first attempt", p.RecordAttempts)
+	}
+}
+
+// Stage 2's first CRR failed (istio-proxy still runs after it completed)
+// and its retry waits behind an earlier stage's CRR in flight whose
+// deletion was refused: the failed attempt is recorded now, as kill does for
+// a retry that waits its backoff, so kruise deleting that CRR cannot reset
+// the count.
+func TestAStageRetryThatWaitsRecordsTheFailedAttempt(t *testing.T) {
+	pod := ordered("fluent-bit,istio-proxy").Container("fluent-bit", markCRR, podtest.Exited(137, exitAt.Add(5*time.Second))).
+		Container("istio-proxy", markCRR, podtest.Running()).Build()
+	st1 := crrOfStage(1, 1, "Recreating", exitAt.Add(time.Second), "fluent-bit")
+	st1.Deadline = 10 * time.Minute
+	st2 := crrOfStage(2, 1, "Completed", exitAt.Add(6*time.Second), "istio-proxy")
+	st2.Completed = exitAt.Add(8 * time.Second)
+	now := exitAt.Add(time.Minute)
+	p := Decide(Input{Pod: pod, Node: normal, CRRAPI: true, Now: now, Policy: DefaultPolicy(), CRRs: []CRR{st1, st2},
+		Refusals: []Refusal{deleteRefused(1, now.Add(-time.Second))}})
+	if len(p.Actions) != 0 || p.RecordAttempts != AttemptsMark(2, 1) {
+		t.Errorf("actions %+v, records %q (%s); want the retry waiting and attempt 1 of stage 2 recorded", p.Actions, p.RecordAttempts, p.Reason)
+	}
+}
