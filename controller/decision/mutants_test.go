@@ -44,6 +44,7 @@ func TestAllowlistEntryWithoutASlash(t *testing.T) {
 		{"alpine:3", "busybox", false},
 		{"busybox:1.36", "busybox:1.36", true},
 		{"busybox:1.37", "busybox:1.36", false},
+		{"docker.io/library/busybox:1.36", "busybox:1.36", true},
 	} {
 		if got := ImageAllowed(tc.image, []string{tc.allowed}); got != tc.want {
 			t.Errorf("ImageAllowed(%q, [%q]) = %v, want %v", tc.image, tc.allowed, got, tc.want)
@@ -400,5 +401,55 @@ func TestAStageRetryThatWaitsRecordsTheFailedAttempt(t *testing.T) {
 		Refusals: []Refusal{deleteRefused(1, now.Add(-time.Second))}})
 	if len(p.Actions) != 0 || p.RecordAttempts != AttemptsMark(2, 1) {
 		t.Errorf("actions %+v, records %q (%s); want the retry waiting and attempt 1 of stage 2 recorded", p.Actions, p.RecordAttempts, p.Reason)
+	}
+}
+
+// A refused write whose backoff ends exactly now is sent now: the settle
+// (ignore-exit-code sidecar) and the swap alike, with no extra recheck.
+func TestARefusedWriteIsSentAgainWhenItsBackoffEnds(t *testing.T) {
+	backoff := DefaultPolicy().RetryBackoff
+	settle := podtest.Pod("p").Container("main", exited(0)).Container("log", markCRR, ignoreRC).Build()
+	p := Decide(Input{Pod: settle, Node: normal, CRRAPI: true, Now: now, Policy: DefaultPolicy(),
+		Refusals: []Refusal{{Kind: ActionSettlePhase, Containers: []string{"log"}, Code: 500, Count: 1, At: now.Add(-backoff)}}})
+	if len(p.Actions) != 1 || p.Actions[0].Kind != ActionSettlePhase {
+		t.Errorf("settle at the end of its backoff: actions %+v (%s), want the settle", p.Actions, p.Reason)
+	}
+	swap := podtest.Pod("p").Container("main", exited(0)).Container("log", markImage, podtest.Running()).Build()
+	p = Decide(Input{Pod: swap, Node: virtual, CRRAPI: true, Now: now, Policy: DefaultPolicy(),
+		Refusals: []Refusal{{Kind: ActionSwapImage, Containers: []string{"log"}, Code: 500, Count: 1, At: now.Add(-backoff)}}})
+	if len(p.Actions) != 1 || p.Actions[0].Kind != ActionSwapImage || p.RequeueAfter != 0 {
+		t.Errorf("swap at the end of its backoff: actions %+v, requeue %s; want the swap and no recheck", p.Actions, p.RequeueAfter)
+	}
+}
+
+// The second terminator's Warning is added to a plan that did not need it,
+// once: not again to a plan that has it, and not without a terminator or a
+// pod. explain says "(none yet)" for its CRR's phase before kruise sets one.
+func TestWithSecondTerminatorWarnsOnce(t *testing.T) {
+	pod := podtest.Pod("p").Container("main", exited(0)).Container("log", markCRR, exited(0)).Build()
+	st := &SecondTerminator{CRR: "kruise-crr", Containers: []string{"log"}}
+	count := func(p Plan) int {
+		n := 0
+		for _, pr := range p.Problems {
+			if pr.Reason == ReasonSecondTerminator {
+				n++
+			}
+		}
+		return n
+	}
+	base := Plan{Verdict: VerdictDone, Problems: []Problem{{Reason: ReasonUnknownSidecarName, Message: "other"}}}
+	once := WithSecondTerminator(base, Input{Pod: pod, SecondTerminator: st})
+	if count(once) != 1 || len(once.Problems) != 2 {
+		t.Errorf("problems %+v, want the other one and one %s", once.Problems, ReasonSecondTerminator)
+	}
+	if twice := WithSecondTerminator(once, Input{Pod: pod, SecondTerminator: st}); count(twice) != 1 {
+		t.Errorf("applied twice: %d Warnings", count(twice))
+	}
+	if count(WithSecondTerminator(base, Input{Pod: pod})) != 0 || count(WithSecondTerminator(base, Input{SecondTerminator: st})) != 0 {
+		t.Errorf("a Warning without a terminator or without a pod")
+	}
+	once.SecondTerminator = st
+	if out := explain(t, once); !strings.Contains(out, "(phase (none yet))") {
+		t.Errorf("explain without a phase:\n%s", out)
 	}
 }
