@@ -1,9 +1,13 @@
 // Command mutate is `make mutate`: mutation testing of the decision, the
 // reconciler and the kube layer with gremlins (pinned under
 // hack/tools/gremlins). Each package is mutated and tested with its own tests,
-// as a per-package mutation score demands; each mutant that survives them is
-// then tried against the simulator's tests (./sim), which drive the decision
-// and the reconciler end to end. It writes e2e/bench/results/mutation.json
+// as a per-package mutation score demands. gremlins runs a mutant only where
+// Go's coverage profile has a block, which a tagless switch's case condition
+// and a constant do not have, so each mutant it calls NOT COVERED is run
+// against the package's tests here (-recheck); with -from (a report made from
+// an earlier run's log) so is each survivor. Each mutant that survives is then
+// tried against the simulator's tests (./sim), which drive the decision and
+// the reconciler end to end. It writes e2e/bench/results/mutation.json
 // and mutation.md: the scores, and every survivor with file:line and the
 // argument for it (hack/cmd/mutate/survivors.txt), or "not argued".
 //
