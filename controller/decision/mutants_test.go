@@ -453,3 +453,21 @@ func TestWithSecondTerminatorWarnsOnce(t *testing.T) {
 		t.Errorf("explain without a phase:\n%s", out)
 	}
 }
+
+// Stage 1's sidecar was held up past its bound, so stage 2 was stopped
+// beside it; it terminated 20 s after stage 2's CRR was made. Stage 2's
+// bound counts from then, not from its CRR: stage 2 still holds stage 3 up
+// 45 s after its CRR (bound 40 s), until 60 s after it.
+func TestAStagesBoundCountsFromTheEarlierStagesLateFinish(t *testing.T) {
+	issued := exitAt.Add(50 * time.Second)
+	pod := ordered("a,b,c").Container("a", markCRR, podtest.Exited(137, issued.Add(20*time.Second))).
+		Container("b", markCRR, podtest.Running()).Container("c", markCRR, podtest.Running()).Build()
+	st1 := crrOfStage(1, 1, "Completed", exitAt.Add(time.Second), "a")
+	st1.Completed = exitAt.Add(61 * time.Second)
+	st2 := crrOfStage(2, 1, "Recreating", issued, "b")
+	st2.Deadline = 10 * time.Minute
+	p := Decide(Input{Pod: pod, Node: normal, CRRAPI: true, Now: issued.Add(45 * time.Second), Policy: DefaultPolicy(), CRRs: []CRR{st1, st2}})
+	if p.Stage == nil || p.Stage.Stage != 2 || len(p.Stage.HeldUp) != 0 || !p.Stage.Until.Equal(issued.Add(60*time.Second)) {
+		t.Errorf("stage %+v, want stage 2 holding stage 3 up until %s", p.Stage, issued.Add(60*time.Second))
+	}
+}
