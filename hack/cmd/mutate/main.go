@@ -1,9 +1,13 @@
 // Command mutate is `make mutate`: mutation testing of the decision, the
 // reconciler and the kube layer with gremlins (pinned under
 // hack/tools/gremlins). Each package is mutated and tested with its own tests,
-// as a per-package mutation score demands; each mutant that survives them is
-// then tried against the simulator's tests (./sim), which drive the decision
-// and the reconciler end to end. It writes e2e/bench/results/mutation.json
+// as a per-package mutation score demands. gremlins runs a mutant only where
+// Go's coverage profile has a block, which a tagless switch's case condition
+// and a constant do not have, so each mutant it calls NOT COVERED is run
+// against the package's tests here (-recheck); with -from (a report made from
+// an earlier run's log) so is each survivor. Each mutant that survives is then
+// tried against the simulator's tests (./sim), which drive the decision and
+// the reconciler end to end. It writes e2e/bench/results/mutation.json
 // and mutation.md: the scores, and every survivor with file:line and the
 // argument for it (hack/cmd/mutate/survivors.txt), or "not argued".
 //
@@ -35,11 +39,20 @@ func main() {
 	coef := flag.Int("timeout-coefficient", 10, "gremlins: a mutant's test run may take this many times the coverage run")
 	from := flag.String("from", "", "read gremlins' JSON from DIR/<package base>.json instead of running it")
 	sim := flag.Bool("sim", true, "try each survivor against the simulator's tests")
+	recheck := flag.Bool("recheck", true, "run each mutant gremlins calls NOT COVERED (with -from, each survivor) against the package's own tests")
 	out := flag.String("out", "e2e/bench/results", "where mutation.json and mutation.md go")
+	merge := flag.String("merge", "", "write one report from earlier reports' mutation.json files (comma-separated), in order, and run nothing")
 	flag.Parse()
+	if *merge != "" {
+		if err := mergeReports(strings.Split(*merge, ","), *out); err != nil {
+			fmt.Fprintln(os.Stderr, "mutate:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, strings.Split(*pkgs, ","), *workers, *coef, *from, *sim, *out); err != nil {
+	if err := run(ctx, strings.Split(*pkgs, ","), *workers, *coef, *from, *sim, *recheck, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "mutate:", err)
 		os.Exit(1)
 	}
@@ -62,9 +75,11 @@ type Package struct {
 	Scores  Scores   `json:"scores"`
 }
 
-// Counts are mutants by status.
+// Counts are mutants by status. RecheckKilled: mutants gremlins calls NOT
+// COVERED (or, with -from, LIVED in that run) that the package's own tests
+// kill when they are run (see recheck); NotCovered and Lived count the rest.
 type Counts struct {
-	Total, Killed, TimedOut, Lived, NotCovered, NotViable, KilledBySim, Equivalent int
+	Total, Killed, TimedOut, Lived, NotCovered, NotViable, KilledBySim, Equivalent, RecheckKilled int
 }
 
 // Scores are percentages. KilledOwn: killed (or timed out) by the package's own
@@ -81,6 +96,7 @@ type Mutant struct {
 	Column    int    `json:"column"`
 	Type      string `json:"type"`
 	Status    string `json:"status"`              // LIVED or NOT COVERED
+	Recheck   string `json:"recheck,omitempty"`   // NOT COVERED run against the package's own tests: killed, lived, or why not tried
 	Simulator string `json:"simulator,omitempty"` // killed, lived, or why not tried
 	Argument  string `json:"argument,omitempty"`
 }
@@ -104,7 +120,7 @@ type gMutation struct {
 	Column int    `json:"column"`
 }
 
-func run(ctx context.Context, pkgs []string, workers, coef int, from string, sim bool, out string) error {
+func run(ctx context.Context, pkgs []string, workers, coef int, from string, sim, recheck bool, out string) error {
 	root, err := repo.Root()
 	if err != nil {
 		return err
@@ -118,7 +134,7 @@ func run(ctx context.Context, pkgs []string, workers, coef int, from string, sim
 		return err
 	}
 	var simDir string
-	if sim {
+	if sim || recheck {
 		if simDir, err = copyRepo(ctx, root); err != nil {
 			return err
 		}
@@ -155,9 +171,37 @@ func run(ctx context.Context, pkgs []string, workers, coef int, from string, sim
 					return fmt.Errorf("%s:%d: unknown status %q", file, m.Line, m.Status)
 				}
 				mu := Mutant{File: file, Line: m.Line, Column: m.Column, Type: m.Type, Status: m.Status,
-					Argument: args[fmt.Sprintf("%s:%d %s", file, m.Line, m.Type)]}
+					Argument: argumentFor(args, file, m)}
 				if strings.HasPrefix(mu.Argument, "equivalent") {
 					p.Counts.Equivalent++
+				}
+				// With -from, the run read may be older than the tests: its
+				// survivors are run against today's tests too (the package's
+				// code must be the run's; only tests added since).
+				if recheck && (mu.Status == "NOT COVERED" || from != "") && !strings.HasPrefix(mu.Argument, "equivalent") {
+					mu.Recheck = tryTests(ctx, simDir, mu, 3*time.Minute, "-tags", "mutate", "./"+pkg)
+					fmt.Fprintf(os.Stderr, "%s:%d:%d %s: %s, own tests %s\n", mu.File, mu.Line, mu.Column, mu.Type, mu.Status, mu.Recheck)
+					uncount := func() {
+						if mu.Status == "LIVED" {
+							p.Counts.Lived--
+						} else {
+							p.Counts.NotCovered--
+						}
+					}
+					switch mu.Recheck {
+					case "killed":
+						// Killed by the package's tests: covered and detected,
+						// whatever gremlins' coverage profile said.
+						uncount()
+						p.Counts.RecheckKilled++
+						continue
+					case "not viable":
+						// Does not build (gremlins says NOT COVERED before it
+						// builds): out of every count, as gremlins' NOT VIABLE.
+						uncount()
+						p.Counts.NotViable++
+						continue
+					}
 				}
 				if sim && !strings.HasPrefix(mu.Argument, "equivalent") {
 					mu.Simulator = trySim(ctx, simDir, mu)
@@ -178,6 +222,28 @@ func run(ctx context.Context, pkgs []string, workers, coef int, from string, sim
 	return write(out, rep)
 }
 
+// mergeReports writes one report of the packages of earlier ones (runs of
+// different packages, made at different times); the commit is the last one's.
+func mergeReports(files []string, out string) error {
+	var rep Report
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		var r Report
+		if err := json.Unmarshal(b, &r); err != nil {
+			return fmt.Errorf("%s: %w", f, err)
+		}
+		rep.Generated, rep.Commit, rep.Tool = r.Generated, r.Commit, r.Tool
+		rep.Packages = append(rep.Packages, r.Packages...)
+	}
+	if root, err := repo.Root(); err == nil && !filepath.IsAbs(out) {
+		out = filepath.Join(root, out)
+	}
+	return write(out, rep)
+}
+
 func scores(c Counts) Scores {
 	pct := func(a, b int) float64 {
 		if b <= 0 {
@@ -185,7 +251,7 @@ func scores(c Counts) Scores {
 		}
 		return float64(int(1000*float64(a)/float64(b)+0.5)) / 10
 	}
-	detected := c.Killed + c.TimedOut
+	detected := c.Killed + c.TimedOut + c.RecheckKilled
 	// Equivalent mutants are out of every denominator: no test can kill them.
 	covered := detected + c.Lived
 	return Scores{
@@ -301,7 +367,16 @@ func parseLog(path string) (gremlinsOut, error) {
 	return g, nil
 }
 
-// readArguments reads survivors.txt: "file:line TYPE: argument" per line.
+// argumentFor finds a mutant's argument: "file:line:column TYPE" when two
+// mutants of a type share a line, else "file:line TYPE".
+func argumentFor(args map[string]string, file string, m gMutation) string {
+	if a, ok := args[fmt.Sprintf("%s:%d:%d %s", file, m.Line, m.Column, m.Type)]; ok {
+		return a
+	}
+	return args[fmt.Sprintf("%s:%d %s", file, m.Line, m.Type)]
+}
+
+// readArguments reads survivors.txt: "file:line[:column] TYPE: argument" per line.
 func readArguments(path string) (map[string]string, error) {
 	b, err := os.ReadFile(path)
 	if os.IsNotExist(err) {
@@ -350,9 +425,21 @@ var swaps = map[string]map[token.Token]token.Token{
 	"INVERT_NEGATIVES":      {token.SUB: token.ADD},
 }
 
-// trySim applies the mutant in the scratch copy, runs the simulator's tests,
-// and puts the file back.
+// trySim runs the simulator's tests against the mutant.
 func trySim(ctx context.Context, dir string, m Mutant) string {
+	return tryTests(ctx, dir, m, 9*time.Minute, "./sim/...")
+}
+
+// recheck: gremlins v0.6.0 runs a mutant only if Go's coverage profile has a
+// block over its position, and the condition of a `case` in a tagless
+// `switch` (or a constant) lies outside every block, so such a mutant is
+// NOT COVERED even when the tests evaluate it. Each one is run against the
+// package's own tests here, as gremlins would have run it.
+
+// tryTests applies the mutant in the scratch copy, runs go test with args,
+// and puts the file back. A test run past timeout fails, and counts as a
+// kill, as gremlins counts TIMED OUT.
+func tryTests(ctx context.Context, dir string, m Mutant, timeout time.Duration, args ...string) string {
 	path := filepath.Join(dir, m.File)
 	src, err := os.ReadFile(path)
 	if err != nil {
@@ -366,9 +453,9 @@ func trySim(ctx context.Context, dir string, m Mutant) string {
 		return "not tried: " + err.Error()
 	}
 	defer os.WriteFile(path, src, 0o644)
-	tctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	tctx, cancel := context.WithTimeout(ctx, timeout+time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(tctx, "go", "test", "-count=1", "-failfast", "-timeout", "9m", "./sim/...")
+	cmd := exec.CommandContext(tctx, "go", append([]string{"test", "-count=1", "-failfast", "-timeout", timeout.String()}, args...)...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GOFLAGS=-vet=off")
 	outb, err := cmd.CombinedOutput()

@@ -1,0 +1,176 @@
+package kube
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
+	kruisefake "github.com/openkruise/kruise-api/client/clientset/versioned/fake"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	fakediscovery "k8s.io/client-go/discovery/fake"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+	metadatafake "k8s.io/client-go/metadata/fake"
+	"k8s.io/client-go/rest"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/sidecar-terminator/sidecar-terminator/controller/podtest"
+	"github.com/sidecar-terminator/sidecar-terminator/controller/reconciler"
+)
+
+// The grace is inclusive: a NodeImage exactly as old as the grace, never
+// written by kruise-daemon, says the node has no daemon.
+func TestKruiseDaemonAbsentAtExactlyTheGrace(t *testing.T) {
+	now := podtest.Epoch
+	grace := 20 * time.Second
+	for _, tc := range []struct {
+		age    time.Duration
+		absent bool
+	}{{grace - time.Second, false}, {grace, true}} {
+		ni := nodeImage("n", tc.age, now, managerCreate)
+		if absent, why := KruiseDaemonFromNodeImage(&ni.ObjectMeta, now, grace); absent != tc.absent {
+			t.Errorf("NodeImage %s old, grace %s: absent %v (%s), want %v", tc.age, grace, absent, why, tc.absent)
+		}
+	}
+}
+
+// explain's LiveReader reads the node's NodeImage itself, with the same rule
+// as the cache: none is not known, an old one never written by the daemon
+// says absent, one it wrote says present, and a failed read is not known
+// (a CRR is tried) and says why. Without a metadata client it looks nothing
+// up.
+func TestLiveReaderKruiseDaemon(t *testing.T) {
+	now := podtest.Epoch
+	scheme := runtime.NewScheme()
+	metav1.AddMetaToScheme(scheme)
+	typed := func(ni *metav1.PartialObjectMetadata) *metav1.PartialObjectMetadata {
+		ni.TypeMeta = metav1.TypeMeta{APIVersion: nodeImagesResource.GroupVersion().String(), Kind: "NodeImage"}
+		return ni
+	}
+	meta := metadatafake.NewSimpleMetadataClient(scheme,
+		typed(nodeImage("no-daemon", time.Hour, now, managerCreate)),
+		typed(nodeImage("daemon", time.Hour, now, managerCreate, daemonStatusWrite)))
+	failing := metadatafake.NewSimpleMetadataClient(scheme)
+	failing.PrependReactor("get", "nodeimages", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewInternalError(errors.New("etcd down"))
+	})
+	for _, tc := range []struct {
+		name   string
+		l      LiveReader
+		node   string
+		absent bool
+		why    string
+	}{
+		{"no metadata client", LiveReader{}, "no-daemon", false, "not looked up"},
+		{"no NodeImage", LiveReader{Meta: meta}, "gone", false, "no NodeImage"},
+		{"never written", LiveReader{Meta: meta}, "no-daemon", true, "never wrote"},
+		{"written by the daemon", LiveReader{Meta: meta}, "daemon", false, "kruise-daemon wrote"},
+		{"read fails", LiveReader{Meta: failing}, "daemon", false, "could not be read"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			absent, why := tc.l.KruiseDaemon(tc.node, now, reconciler.DefaultKruiseDaemonGrace)
+			if absent != tc.absent || !strings.Contains(why, tc.why) {
+				t.Errorf("absent %v (%s), want %v (%q)", absent, why, tc.absent, tc.why)
+			}
+		})
+	}
+}
+
+// NodeImages are watched only where apps.kruise.io/v1beta1 serves them:
+// the group version missing or serving other resources is "no", and a
+// discovery that fails is an error, not a "no".
+func TestNodeImagesServed(t *testing.T) {
+	gv := nodeImagesResource.GroupVersion().String()
+	for _, tc := range []struct {
+		name      string
+		resources []*metav1.APIResourceList
+		fail      bool
+		served    bool
+	}{
+		{"served", []*metav1.APIResourceList{{GroupVersion: gv, APIResources: []metav1.APIResource{{Name: "imagepulljobs"}, {Name: "nodeimages"}}}}, false, true},
+		{"other resources only", []*metav1.APIResourceList{{GroupVersion: gv, APIResources: []metav1.APIResource{{Name: "imagepulljobs"}}}}, false, false},
+		{"group version not served", nil, false, false},
+		{"discovery fails", nil, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := fake.NewClientset().Discovery().(*fakediscovery.FakeDiscovery)
+			d.Resources = tc.resources
+			if tc.fail {
+				d.PrependReactor("get", "resource", func(k8stesting.Action) (bool, runtime.Object, error) {
+					return true, nil, apierrors.NewServiceUnavailable("aggregator down")
+				})
+			}
+			served, err := NodeImagesServed(d)
+			if served != tc.served || (err != nil) != tc.fail {
+				t.Errorf("NodeImagesServed = %v, %v; want %v, error %v", served, err, tc.served, tc.fail)
+			}
+		})
+	}
+}
+
+// explain's LiveReader lists the pod's CRRs with our labels from the API
+// server: ours for this pod, not another pod's; an error is returned as one;
+// without the CRR API, none and no request.
+func TestLiveReaderCRRs(t *testing.T) {
+	pod := podtest.Pod("p").Namespace("default").UID("uid-1").Build()
+	crr := func(name, uid string) *kruisev1alpha1.ContainerRecreateRequest {
+		return &kruisev1alpha1.ContainerRecreateRequest{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default",
+			Labels: map[string]string{reconciler.LabelManagedBy: reconciler.ManagedByValue, reconciler.LabelPodUID: uid}}}
+	}
+	k := kruisefake.NewSimpleClientset(crr("ours", "uid-1"), crr("theirs", "uid-2"))
+	got, err := LiveReader{Kruise: k, CRRAPI: true}.CRRs(pod)
+	if err != nil || len(got) != 1 || got[0].Name != "ours" {
+		t.Errorf("CRRs = %v, %v; want [ours]", names(got), err)
+	}
+	failing := kruisefake.NewSimpleClientset()
+	failing.PrependReactor("list", "containerrecreaterequests", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewInternalError(errors.New("etcd down"))
+	})
+	if got, err := (LiveReader{Kruise: failing, CRRAPI: true}).CRRs(pod); err == nil || got != nil {
+		t.Errorf("CRRs on a failing API server = %v, %v; want an error", names(got), err)
+	}
+	if got, err := (LiveReader{Kruise: failing}).CRRs(pod); err != nil || got != nil || len(failing.Actions()) != 1 {
+		t.Errorf("CRRs without the CRR API = %v, %v after %d requests; want none, no error, no new request", names(got), err, len(failing.Actions()))
+	}
+}
+
+func names(crrs []*kruisev1alpha1.ContainerRecreateRequest) []string {
+	var out []string
+	for _, c := range crrs {
+		out = append(out, c.Name)
+	}
+	return out
+}
+
+// explain's live reads go over HTTP with their own timeout: against an API
+// server that answers at once, a read succeeds (the timeout leaves it time;
+// client-go's fake clientsets would not see a context already expired).
+func TestLiveReaderReadsOverHTTP(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/api/v1/namespaces/default/pods/p" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"default","uid":"uid-1"}}`)
+	}))
+	defer srv.Close()
+	client, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod, err := LiveReader{Client: client}.Pod("default", "p")
+	if err != nil {
+		t.Fatalf("Pod: %v", err)
+	}
+	if pod.UID != "uid-1" {
+		t.Errorf("Pod: uid %q, want the server's pod", pod.UID)
+	}
+}
