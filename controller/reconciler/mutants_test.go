@@ -180,7 +180,7 @@ func TestASecondAttemptReadsTheFirstTheCacheDoesNotShow(t *testing.T) {
 	first := decision.CRRName(pod, 1)
 	w.live[first] = &kruisev1alpha1.ContainerRecreateRequest{ObjectMeta: metav1.ObjectMeta{Name: first, Namespace: "default",
 		CreationTimestamp: metav1.NewTime(podtest.Epoch.Add(30 * time.Second)),
-		Labels:            map[string]string{reconciler.LabelAttempt: "1", reconciler.LabelPodUID: string(pod.UID)}},
+		Labels:            map[string]string{reconciler.LabelManagedBy: reconciler.ManagedByValue, reconciler.LabelAttempt: "1", reconciler.LabelPodUID: string(pod.UID)}},
 		Spec:   kruisev1alpha1.ContainerRecreateRequestSpec{PodName: pod.Name, Containers: []kruisev1alpha1.ContainerRecreateRequestContainer{{Name: "log"}}},
 		Status: kruisev1alpha1.ContainerRecreateRequestStatus{Phase: kruisev1alpha1.ContainerRecreateRequestRecreating}}
 	f.clock.SetTime(podtest.Epoch.Add(31 * time.Second))
