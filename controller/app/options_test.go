@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
 	"github.com/sidecar-terminator/sidecar-terminator/controller/reconciler"
 )
 
@@ -90,6 +91,26 @@ func TestKruiseDaemonGraceFlag(t *testing.T) {
 		o.KruiseDaemonGrace = bad
 		if _, err := o.ReconcilerConfig(); err == nil || !strings.Contains(err.Error(), "--kruise-daemon-grace") {
 			t.Errorf("grace %s: error %v, want one naming --kruise-daemon-grace", bad, err)
+		}
+	}
+}
+
+// --crr-deadline under OpenKruise's minimum (its webhook refuses an
+// activeDeadlineSeconds under 3) is refused at start rather than met as a
+// refusal of every CRR; the minimum itself is accepted.
+func TestCRRDeadlineUnderKruisesMinimumIsRefused(t *testing.T) {
+	for _, tc := range []struct {
+		deadline time.Duration
+		ok       bool
+	}{{decision.MinCRRDeadline - time.Millisecond, false}, {time.Second, false}, {decision.MinCRRDeadline, true}, {time.Minute, true}} {
+		o := DefaultOptions()
+		o.CRRDeadline = tc.deadline
+		_, err := o.ReconcilerConfig()
+		if tc.ok && err != nil {
+			t.Errorf("--crr-deadline=%s refused: %v", tc.deadline, err)
+		}
+		if !tc.ok && (err == nil || !strings.Contains(err.Error(), "--crr-deadline")) {
+			t.Errorf("--crr-deadline=%s: error %v, want one naming --crr-deadline", tc.deadline, err)
 		}
 	}
 }
