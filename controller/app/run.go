@@ -143,6 +143,9 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
+	if err := ctrl.RegisterMetrics(registry); err != nil {
+		return err
+	}
 	// A burst is on while more pods are queued than workers can take, or the
 	// controller writes burstWrites times a second or more (with enough
 	// workers the queue stays short in a burst). Otherwise events go at once.
