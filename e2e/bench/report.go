@@ -72,6 +72,8 @@ func (r *Report) Markdown() string {
 	fmt.Fprintf(&b, "- SidecarTerminating events, of %d pods per burst: %s\n", r.Config.BurstPods, strings.Join(events, ", "))
 	fmt.Fprintf(&b, "- controller memory with the background pods, after the initial list: RSS **%s**, Go heap %s; after its last burst: heap %s\n",
 		mib(r.ControllerRSSInitial), mib(r.ControllerHeapInitial), mib(r.ControllerHeapAfter))
+	fmt.Fprintf(&b, "- CPU with nothing to do, after the initial list: controller %.4f s per second, yardstick %.4f s per second\n",
+		r.ControllerIdleCPU, r.YardstickIdleCPU)
 	if len(r.Rounds) > 0 {
 		fmt.Fprintf(&b, "- where the controller's time went during its first burst: %s\n", r.Rounds[0].Breakdown)
 		last := r.Rounds[len(r.Rounds)-1]

@@ -37,9 +37,13 @@ type Config struct {
 	KruiseBurst int
 	// ProfileDir, when set, runs the controller with --profiling and keeps a
 	// CPU profile of the burst and heap profiles there.
-	ProfileDir string               `json:"-"`
-	Root       string               `json:"-"` // repository root
-	Logf       func(string, ...any) `json:"-"`
+	ProfileDir string `json:"-"`
+	// ProfileSeconds is the CPU profile's length from the first main exit
+	// (profileSeconds when zero); one as long as the burst shows what its
+	// tail costs: the events, the pods finishing, the requeues.
+	ProfileSeconds int                  `json:"-"`
+	Root           string               `json:"-"` // repository root
+	Logf           func(string, ...any) `json:"-"`
 }
 
 // Report is one run's figures.
@@ -62,6 +66,11 @@ type Report struct {
 	ControllerHeapInitial int64    `json:"controllerHeapInitial"`
 	ControllerHeapAfter   int64    `json:"controllerHeapAfter"`
 	YardstickRSSInitial   int64    `json:"yardstickRSSInitial"`
+	// ControllerIdleCPU and YardstickIdleCPU are the CPU seconds each
+	// spends per second with nothing to do, after its initial list: what a
+	// burst costs beside its work for each second it lasts.
+	ControllerIdleCPU float64 `json:"controllerIdleCPUPerSecond"`
+	YardstickIdleCPU  float64 `json:"yardstickIdleCPUPerSecond"`
 	// YardstickWritesPerPod counts the yardstick's mutating requests, as
 	// WritesPerPod the controller's (it runs as YardstickUser).
 	YardstickWritesPerPod float64  `json:"yardstickWritesPerPod"`
@@ -218,6 +227,8 @@ func (w *world) controllerRound(ctx context.Context, rep *Report, round *Round, 
 		rep.ControllerRSSInitial, _ = rssBytes(ctl.Process.PID)
 		rep.ControllerHeapInitial = heap(ctx, ctl)
 		logf("controller ready: RSS %s, heap %s", mib(rep.ControllerRSSInitial), mib(rep.ControllerHeapInitial))
+		rep.ControllerIdleCPU = idleCPU(ctl.Process.PID)
+		logf("controller idle: %.4f CPU s per second", rep.ControllerIdleCPU)
 		if profiling {
 			prof.take(ctx, "heap", "controller.heap.initial")
 		}
@@ -229,7 +240,11 @@ func (w *world) controllerRound(ctx context.Context, rep *Report, round *Round, 
 		// it runs beside outlive the profile, so it gets its own context.
 		opts.during = func(context.Context, *burst) {
 			defer close(profiled)
-			prof.take(ctx, fmt.Sprintf("profile?seconds=%d", profileSeconds), "controller.cpu.burst")
+			seconds := w.cfg.ProfileSeconds
+			if seconds <= 0 {
+				seconds = profileSeconds
+			}
+			prof.take(ctx, fmt.Sprintf("profile?seconds=%d", seconds), "controller.cpu.burst")
 		}
 	} else {
 		close(profiled)
@@ -275,6 +290,8 @@ func (w *world) yardstickRound(ctx context.Context, rep *Report, round *Round, r
 	time.Sleep(5 * time.Second)
 	if rep.YardstickRSSInitial == 0 {
 		rep.YardstickRSSInitial, _ = rssBytes(yard.Process.Pid)
+		rep.YardstickIdleCPU = idleCPU(yard.Process.Pid)
+		w.cfg.Logf("yardstick idle: %.4f CPU s per second", rep.YardstickIdleCPU)
 	}
 	if round.Yardstick, err = runBurst(ctx, w.kube, w.kruise, run, w.cfg.BurstPods, yard.Process.Pid, w.cfg.Logf); err != nil {
 		return err
@@ -402,6 +419,20 @@ func startYardstick(ctx context.Context, kubeconfig, runDir string, cfg Config) 
 	}
 	_ = cmd.Process.Kill()
 	return nil, fmt.Errorf("yardstick not ready after 2m")
+}
+
+// idleWindow is how long a terminator's idle CPU is measured.
+const idleWindow = 10 * time.Second
+
+// idleCPU is the process's CPU seconds per second over idleWindow.
+func idleCPU(pid int) float64 {
+	c0, err0 := cpuSeconds(pid)
+	time.Sleep(idleWindow)
+	c1, err1 := cpuSeconds(pid)
+	if err0 != nil || err1 != nil {
+		return 0
+	}
+	return (c1 - c0) / idleWindow.Seconds()
 }
 
 func heap(ctx context.Context, ctl *cluster.Controller) int64 {
