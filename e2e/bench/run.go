@@ -265,7 +265,11 @@ func (w *world) controllerRound(ctx context.Context, rep *Report, round *Round, 
 	round.Breakdown = breakdown(before, after)
 	logf("%s: controller during the burst: %s", run, round.Breakdown)
 	round.Events, round.EventsSeconds = waitForEvents(ctx, w.kube, run, w.cfg.BurstPods, round.Controller.FirstExit)
-	logf("%s: %d SidecarTerminating events, the last seen %.1fs after the first main exit", run, round.Events, round.EventsSeconds)
+	if cpu, err := cpuSeconds(ctl.Process.PID); err == nil {
+		round.Controller.CPUWithEventsPer1000 = (cpu - round.Controller.cpuStart) * 1000 / float64(w.cfg.BurstPods)
+	}
+	logf("%s: %d SidecarTerminating events, the last seen %.1fs after the first main exit; CPU s / 1000 pods %.2f, %.2f with the events written",
+		run, round.Events, round.EventsSeconds, round.Controller.CPUSecondsPer1000, round.Controller.CPUWithEventsPer1000)
 	if profiling {
 		prof.take(ctx, "heap", "controller.heap.after")
 	}
