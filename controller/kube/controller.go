@@ -6,6 +6,7 @@ import (
 	"time"
 
 	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -27,6 +28,7 @@ type Controller struct {
 	caches *Caches
 	syncer Syncer
 	queue  workqueue.TypedRateLimitingInterface[cache.ObjectName]
+	events *informerEvents
 }
 
 // NewController wires event handlers from the caches to a rate-limited queue.
@@ -34,33 +36,39 @@ func NewController(caches *Caches, syncer Syncer) (*Controller, error) {
 	c := &Controller{
 		caches: caches,
 		syncer: syncer,
+		events: newInformerEvents(),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			retryRateLimiter(),
 			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: "sidecar-terminator"}),
 	}
 	if _, err := caches.PodInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
-			if podAddMatters(obj) {
+			queued := podAddMatters(obj)
+			c.events.count(kindPod, eventAdd, queued)
+			if queued {
 				c.enqueuePod(obj)
 			}
 		},
 		UpdateFunc: func(old, obj any) {
-			if podUpdateMatters(old, obj) {
+			queued := podUpdateMatters(old, obj)
+			c.events.count(kindPod, eventUpdate, queued)
+			if queued {
 				c.enqueuePod(obj)
 			}
 		},
-		DeleteFunc: c.enqueuePod,
+		DeleteFunc: func(obj any) {
+			c.events.count(kindPod, eventDelete, true)
+			c.enqueuePod(obj)
+		},
 	}); err != nil {
 		return nil, fmt.Errorf("watch pods: %w", err)
 	}
 	if err := caches.AddCRRHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: c.enqueueCRRPod,
+		AddFunc: func(obj any) { c.events.count(kindCRR, eventAdd, c.enqueueCRRPod(obj)) },
 		UpdateFunc: func(old, obj any) {
-			if crrUpdateMatters(old, obj) {
-				c.enqueueCRRPod(obj)
-			}
+			c.events.count(kindCRR, eventUpdate, crrUpdateMatters(old, obj) && c.enqueueCRRPod(obj))
 		},
-		DeleteFunc: c.enqueueCRRPod,
+		DeleteFunc: func(obj any) { c.events.count(kindCRR, eventDelete, c.enqueueCRRPod(obj)) },
 	}); err != nil {
 		return nil, fmt.Errorf("watch CRRs: %w", err)
 	}
@@ -103,8 +111,9 @@ func crrUpdateMatters(old, obj any) bool {
 }
 
 // enqueueCRRPod wakes the pod a CRR belongs to, so a CRR's progress (or its
-// deletion by someone else) is followed through.
-func (c *Controller) enqueueCRRPod(obj any) {
+// deletion by someone else) is followed through; false when nothing was
+// queued (the filter dropped it).
+func (c *Controller) enqueueCRRPod(obj any) bool {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
@@ -115,10 +124,17 @@ func (c *Controller) enqueueCRRPod(obj any) {
 			pod = nil
 		}
 		if !reconciler.CRREventMatters(pod) {
-			return
+			return false
 		}
 		c.queue.Add(key)
+		return true
 	}
+	return false
+}
+
+// RegisterMetrics registers the informer event counts.
+func (c *Controller) RegisterMetrics(reg prometheus.Registerer) error {
+	return reg.Register(c.events.vec)
 }
 
 // Queued is how many pods wait for a sync.

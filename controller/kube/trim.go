@@ -34,6 +34,14 @@ func TrimPod(obj any) (any, error) {
 			InitContainerStatuses: trimStatuses(pod.Status.InitContainerStatuses),
 		},
 	}
+	// Sized once: appending one by one regrew each list.
+	if n := len(pod.Spec.InitContainers); n > 0 {
+		out.Spec.InitContainers = make([]corev1.Container, 0, n)
+	}
+	out.Spec.Containers = make([]corev1.Container, 0, len(pod.Spec.Containers))
+	if n := len(pod.Status.Conditions); n > 0 {
+		out.Status.Conditions = make([]corev1.PodCondition, 0, n)
+	}
 	for _, c := range pod.Spec.InitContainers {
 		// The image too: the plan lists every container with its image, and
 		// `explain` prints it.

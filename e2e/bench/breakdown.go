@@ -3,6 +3,11 @@ package bench
 import (
 	"context"
 	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -16,7 +21,7 @@ import (
 
 // Breakdown says where the controller's time went during a burst, from its
 // own metrics (differences across the burst): the workqueue, the client's QPS
-// limiter, and the API server's answers.
+// limiter, and the API server's answers; and where its syncs came from.
 type Breakdown struct {
 	Syncs             float64 `json:"syncs"`
 	MeanQueueWait     float64 `json:"meanQueueWaitSeconds"`
@@ -28,6 +33,13 @@ type Breakdown struct {
 	TotalRequestTime  float64 `json:"totalRequestSeconds"`
 	TotalSyncTime     float64 `json:"totalSyncSeconds"`
 	TotalQueueWaiting float64 `json:"totalQueueWaitSeconds"`
+	// Adds is how many keys were added to the queue (an add of a key
+	// already queued is one sync); Events, the informers' events by
+	// "kind event result" (result: queued or filtered); Verdicts, the
+	// decisions taken by verdict.
+	Adds     float64            `json:"adds"`
+	Events   map[string]float64 `json:"informerEvents,omitempty"`
+	Verdicts map[string]float64 `json:"verdicts,omitempty"`
 }
 
 // breakdownMetrics are summed over their labels.
@@ -36,18 +48,61 @@ var breakdownMetrics = []string{
 	"workqueue_work_duration_seconds_sum", "workqueue_work_duration_seconds_count",
 	"rest_client_rate_limiter_duration_seconds_sum", "rest_client_rate_limiter_duration_seconds_count",
 	"rest_client_request_duration_seconds_sum", "rest_client_request_duration_seconds_count",
+	"workqueue_adds_total",
 }
 
+// breakdownSeries are kept per series (name{labels}).
+var breakdownSeries = []string{"sidecar_terminator_informer_events_total", "sidecar_terminator_decisions_total"}
+
+// snapshot reads the controller's metrics once: the totals of
+// breakdownMetrics under their names, and each series of breakdownSeries.
 func snapshot(ctx context.Context, ctl *cluster.Controller) (map[string]float64, error) {
+	body, err := scrape(ctx, ctl.MetricsURL)
+	if err != nil {
+		return nil, err
+	}
 	m := map[string]float64{}
-	for _, name := range breakdownMetrics {
-		v, err := ctl.MetricTotal(ctx, name)
-		if err != nil {
-			return nil, err
+	for _, line := range strings.Split(body, "\n") {
+		if line == "" || line[0] == '#' {
+			continue
 		}
-		m[name] = v
+		sp := strings.LastIndexByte(line, ' ')
+		if sp < 0 {
+			continue
+		}
+		series, name := line[:sp], line[:sp]
+		if i := strings.IndexByte(name, '{'); i >= 0 {
+			name = name[:i]
+		}
+		v, err := strconv.ParseFloat(line[sp+1:], 64)
+		if err != nil {
+			continue
+		}
+		if slices.Contains(breakdownMetrics, name) {
+			m[name] += v
+		}
+		if slices.Contains(breakdownSeries, name) {
+			m[series] = v
+		}
 	}
 	return m, nil
+}
+
+func scrape(ctx context.Context, url string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	body, err := io.ReadAll(resp.Body)
+	return string(body), err
 }
 
 func breakdown(before, after map[string]float64) Breakdown {
@@ -65,17 +120,59 @@ func breakdown(before, after map[string]float64) Breakdown {
 		Requests:          d("rest_client_request_duration_seconds_count"),
 		TotalLimiterWait:  d("rest_client_rate_limiter_duration_seconds_sum"),
 		TotalRequestTime:  d("rest_client_request_duration_seconds_sum"),
+		Adds:              d("workqueue_adds_total"),
+		Events:            map[string]float64{},
+		Verdicts:          map[string]float64{},
 	}
 	b.MeanQueueWait = mean(b.TotalQueueWaiting, d("workqueue_queue_duration_seconds_count"))
 	b.MeanSync = mean(b.TotalSyncTime, b.Syncs)
 	b.MeanLimiterWait = mean(b.TotalLimiterWait, d("rest_client_rate_limiter_duration_seconds_count"))
 	b.MeanRequest = mean(b.TotalRequestTime, b.Requests)
+	for series := range after {
+		v := d(series)
+		if v == 0 {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(series, "sidecar_terminator_informer_events_total{"):
+			b.Events[label(series, "kind")+" "+label(series, "event")+" "+label(series, "result")] = v
+		case strings.HasPrefix(series, "sidecar_terminator_decisions_total{"):
+			b.Verdicts[label(series, "verdict")] = v
+		}
+	}
 	return b
 }
 
+// label is one label's value in a series name{a="x",b="y"}.
+func label(series, name string) string {
+	i := strings.Index(series, name+`="`)
+	if i < 0 {
+		return ""
+	}
+	rest := series[i+len(name)+2:]
+	if j := strings.IndexByte(rest, '"'); j >= 0 {
+		return rest[:j]
+	}
+	return rest
+}
+
 func (b Breakdown) String() string {
-	return fmt.Sprintf("%.0f syncs (mean %.0f ms queued, %.0f ms syncing); %.0f API requests (mean %.0f ms in the client's QPS limiter, %.0f ms at the API server)",
-		b.Syncs, b.MeanQueueWait*1000, b.MeanSync*1000, b.Requests, b.MeanLimiterWait*1000, b.MeanRequest*1000)
+	return fmt.Sprintf("%.0f syncs from %.0f queue adds (mean %.0f ms queued, %.0f ms syncing); %.0f API requests (mean %.0f ms in the client's QPS limiter, %.0f ms at the API server); informer events: %s; decisions: %s",
+		b.Syncs, b.Adds, b.MeanQueueWait*1000, b.MeanSync*1000, b.Requests, b.MeanLimiterWait*1000, b.MeanRequest*1000,
+		counts(b.Events), counts(b.Verdicts))
+}
+
+// counts lists a map's counts by key, in key order.
+func counts(m map[string]float64) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	keys := slices.Sorted(maps.Keys(m))
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %.0f", k, m[k])
+	}
+	return strings.Join(parts, ", ")
 }
 
 // waitForEvents counts the controller's SidecarTerminating events until every

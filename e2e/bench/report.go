@@ -72,6 +72,14 @@ func (r *Report) Markdown() string {
 	fmt.Fprintf(&b, "- SidecarTerminating events, of %d pods per burst: %s\n", r.Config.BurstPods, strings.Join(events, ", "))
 	fmt.Fprintf(&b, "- controller memory with the background pods, after the initial list: RSS **%s**, Go heap %s; after its last burst: heap %s\n",
 		mib(r.ControllerRSSInitial), mib(r.ControllerHeapInitial), mib(r.ControllerHeapAfter))
+	var withEvents []string
+	for _, round := range r.Rounds {
+		withEvents = append(withEvents, fmt.Sprintf("%.2f", round.Controller.CPUWithEventsPer1000))
+	}
+	fmt.Fprintf(&b, "- controller CPU s / 1000 pods until every SidecarTerminating event was seen (its events wait while it is busy): %s\n",
+		strings.Join(withEvents, ", "))
+	fmt.Fprintf(&b, "- CPU with nothing to do, after the initial list: controller %.4f s per second, yardstick %.4f s per second\n",
+		r.ControllerIdleCPU, r.YardstickIdleCPU)
 	if len(r.Rounds) > 0 {
 		fmt.Fprintf(&b, "- where the controller's time went during its first burst: %s\n", r.Rounds[0].Breakdown)
 		last := r.Rounds[len(r.Rounds)-1]

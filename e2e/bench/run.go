@@ -40,9 +40,13 @@ type Config struct {
 	ProfileDir string `json:"-"`
 	// LogDir, when set, keeps every controller's log of a chaos run there
 	// (chaos-SCENARIO-N.log), to read why a check failed.
-	LogDir string               `json:"-"`
-	Root   string               `json:"-"` // repository root
-	Logf   func(string, ...any) `json:"-"`
+	LogDir string `json:"-"`
+	// ProfileSeconds is the CPU profile's length from the first main exit
+	// (profileSeconds when zero); one as long as the burst shows what its
+	// tail costs: the events, the pods finishing, the requeues.
+	ProfileSeconds int                  `json:"-"`
+	Root           string               `json:"-"` // repository root
+	Logf           func(string, ...any) `json:"-"`
 }
 
 // Report is one run's figures.
@@ -65,6 +69,11 @@ type Report struct {
 	ControllerHeapInitial int64    `json:"controllerHeapInitial"`
 	ControllerHeapAfter   int64    `json:"controllerHeapAfter"`
 	YardstickRSSInitial   int64    `json:"yardstickRSSInitial"`
+	// ControllerIdleCPU and YardstickIdleCPU are the CPU seconds each
+	// spends per second with nothing to do, after its initial list: what a
+	// burst costs beside its work for each second it lasts.
+	ControllerIdleCPU float64 `json:"controllerIdleCPUPerSecond"`
+	YardstickIdleCPU  float64 `json:"yardstickIdleCPUPerSecond"`
 	// YardstickWritesPerPod counts the yardstick's mutating requests, as
 	// WritesPerPod the controller's (it runs as YardstickUser).
 	YardstickWritesPerPod float64  `json:"yardstickWritesPerPod"`
@@ -221,6 +230,8 @@ func (w *world) controllerRound(ctx context.Context, rep *Report, round *Round, 
 		rep.ControllerRSSInitial, _ = rssBytes(ctl.Process.PID)
 		rep.ControllerHeapInitial = heap(ctx, ctl)
 		logf("controller ready: RSS %s, heap %s", mib(rep.ControllerRSSInitial), mib(rep.ControllerHeapInitial))
+		rep.ControllerIdleCPU = idleCPU(ctl.Process.PID)
+		logf("controller idle: %.4f CPU s per second", rep.ControllerIdleCPU)
 		if profiling {
 			prof.take(ctx, "heap", "controller.heap.initial")
 		}
@@ -232,7 +243,11 @@ func (w *world) controllerRound(ctx context.Context, rep *Report, round *Round, 
 		// it runs beside outlive the profile, so it gets its own context.
 		opts.during = func(context.Context, *burst) {
 			defer close(profiled)
-			prof.take(ctx, fmt.Sprintf("profile?seconds=%d", profileSeconds), "controller.cpu.burst")
+			seconds := w.cfg.ProfileSeconds
+			if seconds <= 0 {
+				seconds = profileSeconds
+			}
+			prof.take(ctx, fmt.Sprintf("profile?seconds=%d", seconds), "controller.cpu.burst")
 		}
 	} else {
 		close(profiled)
@@ -253,7 +268,11 @@ func (w *world) controllerRound(ctx context.Context, rep *Report, round *Round, 
 	round.Breakdown = breakdown(before, after)
 	logf("%s: controller during the burst: %s", run, round.Breakdown)
 	round.Events, round.EventsSeconds = waitForEvents(ctx, w.kube, run, w.cfg.BurstPods, round.Controller.FirstExit)
-	logf("%s: %d SidecarTerminating events, the last seen %.1fs after the first main exit", run, round.Events, round.EventsSeconds)
+	if cpu, err := cpuSeconds(ctl.Process.PID); err == nil {
+		round.Controller.CPUWithEventsPer1000 = (cpu - round.Controller.cpuStart) * 1000 / float64(w.cfg.BurstPods)
+	}
+	logf("%s: %d SidecarTerminating events, the last seen %.1fs after the first main exit; CPU s / 1000 pods %.2f, %.2f with the events written",
+		run, round.Events, round.EventsSeconds, round.Controller.CPUSecondsPer1000, round.Controller.CPUWithEventsPer1000)
 	if profiling {
 		prof.take(ctx, "heap", "controller.heap.after")
 	}
@@ -278,6 +297,8 @@ func (w *world) yardstickRound(ctx context.Context, rep *Report, round *Round, r
 	time.Sleep(5 * time.Second)
 	if rep.YardstickRSSInitial == 0 {
 		rep.YardstickRSSInitial, _ = rssBytes(yard.Process.Pid)
+		rep.YardstickIdleCPU = idleCPU(yard.Process.Pid)
+		w.cfg.Logf("yardstick idle: %.4f CPU s per second", rep.YardstickIdleCPU)
 	}
 	if round.Yardstick, err = runBurst(ctx, w.kube, w.kruise, run, w.cfg.BurstPods, yard.Process.Pid, w.cfg.Logf); err != nil {
 		return err
@@ -405,6 +426,20 @@ func startYardstick(ctx context.Context, kubeconfig, runDir string, cfg Config) 
 	}
 	_ = cmd.Process.Kill()
 	return nil, fmt.Errorf("yardstick not ready after 2m")
+}
+
+// idleWindow is how long a terminator's idle CPU is measured.
+const idleWindow = 10 * time.Second
+
+// idleCPU is the process's CPU seconds per second over idleWindow.
+func idleCPU(pid int) float64 {
+	c0, err0 := cpuSeconds(pid)
+	time.Sleep(idleWindow)
+	c1, err1 := cpuSeconds(pid)
+	if err0 != nil || err1 != nil {
+		return 0
+	}
+	return (c1 - c0) / idleWindow.Seconds()
 }
 
 func heap(ctx context.Context, ctl *cluster.Controller) int64 {

@@ -43,6 +43,7 @@ func main() {
 	fs.IntVar(&cfg.KruiseBurst, "kruise-burst", 2000, "kruise-manager's raised client burst (at least -kruise-qps)")
 	fs.StringVar(&cfg.ProfileDir, "profile-dir", "", "run the controller with --profiling and keep its CPU and heap profiles here")
 	fs.StringVar(&cfg.LogDir, "log-dir", "", "chaos: keep the controllers' logs here")
+	fs.IntVar(&cfg.ProfileSeconds, "profile-seconds", 30, "length of the controller's CPU profile, from the first main exit")
 	out := fs.String("out", "e2e/bench/results", "directory for the results")
 	scenario := fs.String("scenario", "", "chaos: run only this scenario")
 	if chaos {

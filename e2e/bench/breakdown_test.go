@@ -1,0 +1,58 @@
+package bench
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/sidecar-terminator/sidecar-terminator/e2e/cluster"
+)
+
+// The breakdown is the difference of two scrapes: totals summed over their
+// labels, the informer events and decisions kept per series.
+func TestBreakdownFromTwoScrapes(t *testing.T) {
+	scrapes := []string{`# HELP workqueue_adds_total x
+workqueue_adds_total{name="sidecar-terminator"} 10
+workqueue_work_duration_seconds_count{name="sidecar-terminator"} 8
+workqueue_work_duration_seconds_sum{name="sidecar-terminator"} 0.8
+sidecar_terminator_informer_events_total{event="update",kind="pod",result="queued"} 5
+sidecar_terminator_informer_events_total{event="update",kind="pod",result="filtered"} 7
+sidecar_terminator_decisions_total{verdict="Act"} 1
+`, `workqueue_adds_total{name="sidecar-terminator"} 40
+workqueue_work_duration_seconds_count{name="sidecar-terminator"} 38
+workqueue_work_duration_seconds_sum{name="sidecar-terminator"} 3.8
+sidecar_terminator_informer_events_total{event="update",kind="pod",result="queued"} 25
+sidecar_terminator_informer_events_total{event="update",kind="pod",result="filtered"} 7
+sidecar_terminator_informer_events_total{event="add",kind="crr",result="queued"} 3
+sidecar_terminator_decisions_total{verdict="Act"} 11
+sidecar_terminator_decisions_total{verdict="Done"} 2
+`}
+	n := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte(scrapes[n]))
+		n++
+	}))
+	defer srv.Close()
+	ctl := &cluster.Controller{MetricsURL: srv.URL + "/metrics"}
+	before, err := snapshot(context.Background(), ctl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := snapshot(context.Background(), ctl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := breakdown(before, after)
+	if b.Syncs != 30 || b.Adds != 30 || b.MeanSync != 0.1 {
+		t.Errorf("syncs %v, adds %v, mean sync %v; want 30, 30, 0.1", b.Syncs, b.Adds, b.MeanSync)
+	}
+	if diff := cmp.Diff(map[string]float64{"pod update queued": 20, "crr add queued": 3}, b.Events); diff != "" {
+		t.Errorf("informer events (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]float64{"Act": 10, "Done": 2}, b.Verdicts); diff != "" {
+		t.Errorf("verdicts (-want +got):\n%s", diff)
+	}
+}
