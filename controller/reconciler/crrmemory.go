@@ -104,6 +104,14 @@ func (m *podMemory) crrDeleted(name string, at time.Time) {
 	m.deletedCRRs[name] = at
 }
 
+// crrRefused records a CRR create of this controller that was refused.
+func (m *podMemory) crrRefused(a decision.Action) {
+	if m.refusedCRRs == nil {
+		m.refusedCRRs = map[string]decision.Action{}
+	}
+	m.refusedCRRs[a.CRRName] = a
+}
+
 // rememberedCRRs are the remembered CRRs the cache does not show: as last
 // seen, or finished when this controller deleted them. A CRR the cache
 // shows is the cache's (newer) copy, even one deleted and made again.
@@ -135,9 +143,13 @@ func rememberedCRRs(mem *podMemory, cached []*kruisev1alpha1.ContainerRecreateRe
 // stage's CRR to go on to the next stage, and the other, whose cache shows
 // that CRR gone and the stage's sidecars running, makes it again under the
 // same name. Taken for the one deleted, it would not be deleted before the
-// next stage's CRR is made beside it. One GET per name, only when a stage's
-// CRR is created after this controller deleted an earlier one that its cache
-// does not show.
+// next stage's CRR is made beside it. Likewise an earlier stage's CRR whose
+// create this controller was refused (a webhook's 403, a timeout) and another
+// replica made since (soak seed 403): its sidecars stop, the stage looks
+// over, and with the CRR not yet in the cache the next stage's would be made
+// beside it. One GET per name, only when a stage's CRR is created after this
+// controller deleted, or was refused, an earlier one that it does not know
+// of otherwise.
 func (r *Reconciler) seeUnseenCRR(ctx context.Context, pod *corev1.Pod, mem *podMemory, plan decision.Plan) (bool, error) {
 	live, ok := r.write.(LiveChecker)
 	if !ok {
@@ -164,8 +176,35 @@ func (r *Reconciler) seeUnseenCRR(ctx context.Context, pod *corev1.Pod, mem *pod
 				return found, err
 			}
 		}
+		for _, earlier := range r.refusedEarlierStages(mem, a.Stage) {
+			if found, err := r.seeLiveCRR(ctx, live, pod, mem, earlier, time.Time{}); found || err != nil {
+				return found, err
+			}
+		}
 	}
 	return false, nil
+}
+
+// refusedEarlierStages are the creates of stages before stage that this
+// controller was refused and whose CRRs it knows of no other way.
+func (r *Reconciler) refusedEarlierStages(mem *podMemory, stage int) []decision.Action {
+	if stage == 0 || len(mem.refusedCRRs) == 0 || !r.read.CRRAPIAvailable() {
+		return nil
+	}
+	names := make([]string, 0, len(mem.refusedCRRs))
+	for name := range mem.refusedCRRs {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var out []decision.Action
+	for _, name := range names {
+		a := mem.refusedCRRs[name]
+		if _, known := mem.crrs[name]; known || a.Stage >= stage {
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
 }
 
 // seeLiveCRR reads the action's CRR from the API server and remembers it if

@@ -112,6 +112,9 @@ type podMemory struct {
 	// this controller deleted some of them (crrmemory.go).
 	crrs        map[string]decision.CRR
 	deletedCRRs map[string]time.Time
+	// refusedCRRs: CRR creates of this controller that were refused (or got
+	// no answer and were not found made), by name (crrmemory.go).
+	refusedCRRs map[string]decision.Action
 }
 
 // expectation is one write whose effect the cache has not shown yet.
@@ -290,6 +293,9 @@ func (r *Reconciler) act(ctx context.Context, logger klog.Logger, pod *corev1.Po
 		refusal = mem.remember(refusal, r.clock.Now())
 		if a.Kind == decision.ActionDeleteCRR && refusal.MaybeApplied {
 			mem.crrDeleted(a.CRRName, r.clock.Now())
+		}
+		if a.Kind == decision.ActionCreateCRR {
+			mem.crrRefused(a)
 		}
 		class := "transient"
 		if refusal.Permanent {
