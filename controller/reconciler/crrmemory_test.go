@@ -39,9 +39,7 @@ func (w *liveWorld) LiveCRR(_ context.Context, _, name string) (*kruisev1alpha1.
 // not made again (the order never goes back, and a stage's stop is not
 // repeated within the bound).
 func TestADeletedStageCRRIsNotMadeAgain(t *testing.T) {
-	pod := podtest.Pod("p").Annotate(decision.AnnotationStopOrder, "fluent-bit,istio-proxy").
-		Container("main", podtest.Exited(0, podtest.Epoch.Add(10*time.Second))).
-		Container("fluent-bit", markCRR).Container("istio-proxy", markCRR).Build()
+	pod := shipperPod().Build()
 	f := newFixture(pod)
 	st1, st2 := decision.StageCRRName(pod, 1, 1), decision.StageCRRName(pod, 2, 1)
 	f.w.crrs = []*kruisev1alpha1.ContainerRecreateRequest{stageCRR(st1, 1, "fluent-bit")}

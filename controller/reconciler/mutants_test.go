@@ -501,10 +501,7 @@ func TestCRRCreateNotFoundForThePodIsStale(t *testing.T) {
 // goes on (its CRR, after the refusal's backoff), and the delete is not sent
 // again for a CRR the pod no longer has.
 func TestAStageDeleteWithoutAnswerCountsAsMaybeDone(t *testing.T) {
-	pod := podtest.Pod("p").Annotate(decision.AnnotationStopOrder, "fluent-bit,istio-proxy").
-		Container("main", podtest.Exited(0, podtest.Epoch.Add(10*time.Second))).
-		Container("fluent-bit", markCRR, podtest.Exited(0, podtest.Epoch.Add(11*time.Second))).
-		Container("istio-proxy", markCRR).Build()
+	pod := shipperPod(podtest.Exited(0, podtest.Epoch.Add(11*time.Second))).Build()
 	f := newFixture(pod)
 	st1, st2 := decision.StageCRRName(pod, 1, 1), decision.StageCRRName(pod, 2, 1)
 	f.w.crrs = []*kruisev1alpha1.ContainerRecreateRequest{stageCRR(st1, 1, "fluent-bit")}

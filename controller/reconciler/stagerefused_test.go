@@ -20,9 +20,7 @@ import (
 // live and deletes it (its turn is over) before making stage 2's.
 func TestAStageCRRRefusedHereAndMadeByAnotherReplicaIsNotLeftBesideTheNext(t *testing.T) {
 	build := func(shipper podtest.Option) *podtest.Builder {
-		return podtest.Pod("p").Annotate(decision.AnnotationStopOrder, "fluent-bit,istio-proxy").
-			Container("main", podtest.Exited(0, podtest.Epoch.Add(10*time.Second))).
-			Container("fluent-bit", markCRR, shipper).Container("istio-proxy", markCRR)
+		return shipperPod(shipper)
 	}
 	pod := build(podtest.Running()).Build()
 	w := &liveWorld{world: &world{pod: pod, crrAPI: true, answers: map[string][]error{}}, live: map[string]*kruisev1alpha1.ContainerRecreateRequest{}}

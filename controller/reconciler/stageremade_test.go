@@ -23,9 +23,7 @@ import (
 // again, and does not make stage 2's beside it: kruise-daemon works on one of
 // a pod's CRRs at a time and the other's deadline would run while it waits.
 func TestAStageCRRMadeAgainByAnotherReplicaIsNotLeftBesideTheNext(t *testing.T) {
-	pod := podtest.Pod("p").Annotate(decision.AnnotationStopOrder, "fluent-bit,istio-proxy").
-		Container("main", podtest.Exited(0, podtest.Epoch.Add(10*time.Second))).
-		Container("fluent-bit", markCRR).Container("istio-proxy", markCRR).Build()
+	pod := shipperPod().Build()
 	w := &liveWorld{world: &world{pod: pod, crrAPI: true, answers: map[string][]error{}}, live: map[string]*kruisev1alpha1.ContainerRecreateRequest{}}
 	f := newFixture(pod)
 	f.w = w.world

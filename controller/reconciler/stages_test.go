@@ -51,10 +51,7 @@ func TestNextStageDeletesTheEarlierCRR(t *testing.T) {
 		"delete timed out":        {answer: apierrors.NewTimeoutError("slow", 1), want: [][]string{{"delete ST1"}, {"delete ST1", "crr ST2"}}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			pod := podtest.Pod("p").Annotate(decision.AnnotationStopOrder, "fluent-bit,istio-proxy").
-				Container("main", podtest.Exited(0, podtest.Epoch.Add(10*time.Second))).
-				Container("fluent-bit", markCRR, podtest.Exited(0, podtest.Epoch.Add(11*time.Second))).
-				Container("istio-proxy", markCRR).Build()
+			pod := shipperPod(podtest.Exited(0, podtest.Epoch.Add(11*time.Second))).Build()
 			f := newFixture(pod)
 			st1, st2 := decision.StageCRRName(pod, 1, 1), decision.StageCRRName(pod, 2, 1)
 			f.w.crrs = []*kruisev1alpha1.ContainerRecreateRequest{stageCRR(st1, 1, "fluent-bit")}
@@ -81,4 +78,13 @@ func TestNextStageDeletesTheEarlierCRR(t *testing.T) {
 			}
 		})
 	}
+}
+
+// shipperPod is a pod with a stop order (the shipper, fluent-bit, before the
+// proxy, istio-proxy), both marked for a CRR, whose main exited at 10 s; the
+// shipper's own state from opts.
+func shipperPod(opts ...podtest.Option) *podtest.Builder {
+	return podtest.Pod("p").Annotate(decision.AnnotationStopOrder, "fluent-bit,istio-proxy").
+		Container("main", podtest.Exited(0, podtest.Epoch.Add(10*time.Second))).
+		Container("fluent-bit", append([]podtest.Option{markCRR}, opts...)...).Container("istio-proxy", markCRR)
 }
