@@ -3,6 +3,7 @@ package reconciler_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -34,16 +35,21 @@ func TestOnlyACRRCreateAnsweredAlreadyExistsIsDone(t *testing.T) {
 	}
 }
 
-// failingLiveWorld is world with an API server whose CRR reads fail.
+// failingLiveWorld is world with an API server whose CRR reads fail with
+// err, or find nothing while err is nil.
 type failingLiveWorld struct {
 	*world
+	err   error
 	reads []string
 }
 
 func (w *failingLiveWorld) LivePod(context.Context, string, string) (*corev1.Pod, error) { return w.pod, nil }
 func (w *failingLiveWorld) LiveCRR(_ context.Context, _, name string) (*kruisev1alpha1.ContainerRecreateRequest, error) {
 	w.reads = append(w.reads, name)
-	return nil, apierrors.NewInternalError(errors.New("etcd timeout"))
+	if w.err != nil {
+		return nil, w.err
+	}
+	return nil, apierrors.NewNotFound(kruisev1alpha1.Resource("containerrecreaterequests"), name)
 }
 
 // Attempt 1 is recorded on the pod and the cache does not show its CRR; the
@@ -52,7 +58,7 @@ func (w *failingLiveWorld) LiveCRR(_ context.Context, _, name string) (*kruisev1
 func TestASecondAttemptIsNotMadeWhenTheReadOfTheFirstFails(t *testing.T) {
 	pod := podtest.Pod("p").Annotate(decision.AnnotationCRRAttempts, "1").
 		Container("main", podtest.Exited(0, podtest.Epoch.Add(10*time.Second))).Container("log", markCRR).Build()
-	w := &failingLiveWorld{world: &world{pod: pod, crrAPI: true, answers: map[string][]error{}}}
+	w := &failingLiveWorld{world: &world{pod: pod, crrAPI: true, answers: map[string][]error{}}, err: apierrors.NewInternalError(errors.New("etcd timeout"))}
 	f := newFixture(pod)
 	f.w = w.world
 	f.rec = reconciler.New(reconciler.DefaultConfig(), w.world, w, f.ev, f.metrics, f.clock)
@@ -64,5 +70,37 @@ func TestASecondAttemptIsNotMadeWhenTheReadOfTheFirstFails(t *testing.T) {
 	first := decision.CRRName(pod, 1)
 	if len(w.sent) != 0 || len(w.reads) != 1 || w.reads[0] != first {
 		t.Fatalf("writes %v, live reads %v; want no write after one failed read of %s", w.sent, w.reads, first)
+	}
+}
+
+// Stage 1's CRR was deleted by this controller and stage 2's refused; the
+// cache no longer shows stage 1's. Before stage 2's is retried, stage 1's is
+// read live (another replica may have made it again); when that read fails,
+// stage 2's is not made blind: the sync fails and the queue tries again.
+func TestAStageCRRIsNotRetriedWhenTheReadOfTheDeletedEarlierStageFails(t *testing.T) {
+	pod := podtest.Pod("p").Annotate(decision.AnnotationStopOrder, "fluent-bit,istio-proxy").
+		Container("main", podtest.Exited(0, podtest.Epoch.Add(10*time.Second))).
+		Container("fluent-bit", markCRR).Container("istio-proxy", markCRR).Build()
+	w := &failingLiveWorld{world: &world{pod: pod, crrAPI: true, answers: map[string][]error{}}}
+	f := newFixture(pod)
+	f.w = w.world
+	f.rec = reconciler.New(reconciler.DefaultConfig(), w.world, w, f.ev, f.metrics, f.clock)
+	st1, st2 := decision.StageCRRName(pod, 1, 1), decision.StageCRRName(pod, 2, 1)
+	w.crrs = []*kruisev1alpha1.ContainerRecreateRequest{stageCRR(st1, 1, "fluent-bit")}
+	w.answers["crr "+st2] = []error{apierrors.NewInternalError(context.DeadlineExceeded)}
+	f.clock.SetTime(podtest.Epoch.Add(10*time.Second + 40*time.Second))
+	f.sync(t)
+	if got, want := strings.Join(w.sent, ","), "delete "+st1+",crr "+st2; got != want {
+		t.Fatalf("first sync: writes %s, want %s", got, want)
+	}
+	w.crrs, w.sent, w.reads = nil, nil, nil
+	w.err = apierrors.NewInternalError(errors.New("etcd timeout"))
+	f.clock.Step(decision.DefaultPolicy().RetryBackoff)
+	_, err := f.rec.Sync(context.Background(), cache.ObjectName{Namespace: pod.Namespace, Name: pod.Name})
+	if err == nil || !apierrors.IsInternalError(err) {
+		t.Errorf("Sync error = %v, want the failed read's", err)
+	}
+	if len(w.sent) != 0 || strings.Join(w.reads, ",") != st1 {
+		t.Fatalf("writes %v, live reads %v; want no write after one failed read of %s", w.sent, w.reads, st1)
 	}
 }
