@@ -8,6 +8,7 @@ import (
 	"time"
 
 	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
 
@@ -102,5 +103,31 @@ func TestAStageCRRIsNotRetriedWhenTheReadOfTheDeletedEarlierStageFails(t *testin
 	}
 	if len(w.sent) != 0 || strings.Join(w.reads, ",") != st1 {
 		t.Fatalf("writes %v, live reads %v; want no write after one failed read of %s", w.sent, w.reads, st1)
+	}
+}
+
+// As TestASecondAttemptReadsTheFirstTheCacheDoesNotShow, with attempt 1's
+// managed-by label stripped by a policy: the live read takes it for ours by
+// its other marks, among them its attempt label "1", and attempt 2 waits.
+func TestASecondAttemptReadsTheFirstWithItsLabelStripped(t *testing.T) {
+	pod := podtest.Pod("p").Annotate(decision.AnnotationCRRAttempts, "1").
+		Container("main", podtest.Exited(0, podtest.Epoch.Add(10*time.Second))).Container("log", markCRR).Build()
+	w := &liveWorld{world: &world{pod: pod, crrAPI: true, answers: map[string][]error{}}, live: map[string]*kruisev1alpha1.ContainerRecreateRequest{}}
+	f := newFixture(pod)
+	f.w = w.world
+	f.rec = reconciler.New(reconciler.DefaultConfig(), w.world, w, f.ev, f.metrics, f.clock)
+	first := decision.CRRName(pod, 1)
+	deadline := int64(decision.CRRDeadline(pod, reconciler.DefaultConfig().Policy) / time.Second)
+	w.live[first] = &kruisev1alpha1.ContainerRecreateRequest{ObjectMeta: metav1.ObjectMeta{Name: first, Namespace: "default",
+		CreationTimestamp: metav1.NewTime(podtest.Epoch.Add(30 * time.Second)),
+		Labels:            map[string]string{reconciler.LabelAttempt: "1", reconciler.LabelPodUID: string(pod.UID)},
+		OwnerReferences:   []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID}}},
+		Spec: kruisev1alpha1.ContainerRecreateRequestSpec{PodName: pod.Name, ActiveDeadlineSeconds: &deadline,
+			Containers: []kruisev1alpha1.ContainerRecreateRequestContainer{{Name: "log"}}},
+		Status: kruisev1alpha1.ContainerRecreateRequestStatus{Phase: kruisev1alpha1.ContainerRecreateRequestRecreating}}
+	f.clock.SetTime(podtest.Epoch.Add(31 * time.Second))
+	f.sync(t)
+	if len(w.sent) != 0 || strings.Join(w.reads, ",") != first {
+		t.Fatalf("writes %v, live reads %v; want no write while attempt 1 is in flight, after one read of %s", w.sent, w.reads, first)
 	}
 }
