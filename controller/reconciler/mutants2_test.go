@@ -131,3 +131,39 @@ func TestASecondAttemptReadsTheFirstWithItsLabelStripped(t *testing.T) {
 		t.Fatalf("writes %v, live reads %v; want no write while attempt 1 is in flight, after one read of %s", w.sent, w.reads, first)
 	}
 }
+
+// A deleted earlier stage's CRR that the cache no longer shows is read live
+// before the next stage's CRR is retried, even while the cache shows another
+// CRR of the pod: "shown" is about that very name.
+func TestADeletedStageCRRIsReadLiveBesideAnotherCachedCRR(t *testing.T) {
+	pod := podtest.Pod("p").Annotate(decision.AnnotationStopOrder, "fluent-bit,istio-proxy").
+		Container("main", podtest.Exited(0, podtest.Epoch.Add(10*time.Second))).
+		Container("fluent-bit", markCRR).Container("istio-proxy", markCRR).Build()
+	w := &failingLiveWorld{world: &world{pod: pod, crrAPI: true, answers: map[string][]error{}}}
+	f := newFixture(pod)
+	f.w = w.world
+	f.rec = reconciler.New(reconciler.DefaultConfig(), w.world, w, f.ev, f.metrics, f.clock)
+	st1, st2 := decision.StageCRRName(pod, 1, 1), decision.StageCRRName(pod, 2, 1)
+	w.crrs = []*kruisev1alpha1.ContainerRecreateRequest{stageCRR(st1, 1, "fluent-bit")}
+	w.answers["crr "+st2] = []error{apierrors.NewInternalError(context.DeadlineExceeded)}
+	f.clock.SetTime(podtest.Epoch.Add(10*time.Second + 40*time.Second))
+	f.sync(t)
+	if got, want := strings.Join(w.sent, ","), "delete "+st1+",crr "+st2; got != want {
+		t.Fatalf("first sync: writes %s, want %s", got, want)
+	}
+	// The cache drops the deleted CRR and shows another of stage 1, made
+	// since under another name (a second attempt), completed.
+	other := stageCRR(decision.StageCRRName(pod, 1, 2), 1, "fluent-bit")
+	other.Labels[reconciler.LabelAttempt] = "2"
+	other.Status.Phase = kruisev1alpha1.ContainerRecreateRequestCompleted
+	w.crrs = []*kruisev1alpha1.ContainerRecreateRequest{other}
+	w.sent = nil
+	f.clock.Step(decision.DefaultPolicy().RetryBackoff)
+	f.sync(t)
+	if strings.Join(w.reads, ",") != st1 {
+		t.Errorf("live reads %v; want one of %s, which the cache does not show", w.reads, st1)
+	}
+	if got, want := strings.Join(w.sent, ","), "crr "+st2; got != want {
+		t.Errorf("after the backoff: writes %s, want %s (%s is not found live)", got, want, st1)
+	}
+}
