@@ -167,3 +167,17 @@ func TestADeletedStageCRRIsReadLiveBesideAnotherCachedCRR(t *testing.T) {
 		t.Errorf("after the backoff: writes %s, want %s (%s is not found live)", got, want, st1)
 	}
 }
+
+// The 400 taken as transient is kruise's CRR webhook's, for a CRR create
+// only; an image patch answered 400 is refused for good.
+func TestASwapAnsweredBadRequestIsPermanent(t *testing.T) {
+	f := newFixture(jobPod(markImage))
+	f.w.answers["swap"] = []error{apierrors.NewBadRequest("image not allowed")}
+	f.sync(t)
+	if got := testutil.ToFloat64(f.metrics.Refusals.WithLabelValues(string(decision.ActionSwapImage), "permanent")); got != 1 {
+		t.Errorf("permanent swap refusals = %v, want 1", got)
+	}
+	if got := testutil.ToFloat64(f.metrics.Refusals.WithLabelValues(string(decision.ActionSwapImage), "transient")); got != 0 {
+		t.Errorf("transient swap refusals = %v, want 0", got)
+	}
+}
