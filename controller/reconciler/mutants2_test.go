@@ -181,3 +181,28 @@ func TestASwapAnsweredBadRequestIsPermanent(t *testing.T) {
 		t.Errorf("transient swap refusals = %v, want 0", got)
 	}
 }
+
+// Two earlier stages' CRRs are deleted before stage 3's is made; the second
+// delete is refused (a 500), so the sync decides again on the same cache,
+// which still shows stage 1's CRR. The delete already sent and accepted is
+// not sent a second time.
+func TestAWriteAcceptedEarlierInTheSyncIsNotSentAgain(t *testing.T) {
+	pod := podtest.Pod("p").Annotate(decision.AnnotationStopOrder, "a,b,c").
+		Container("main", podtest.Exited(0, podtest.Epoch.Add(10*time.Second))).
+		Container("a", markCRR).Container("b", markCRR).Container("c", markCRR).Build()
+	f := newFixture(pod)
+	st1, st2 := decision.StageCRRName(pod, 1, 1), decision.StageCRRName(pod, 2, 1)
+	f.w.crrs = []*kruisev1alpha1.ContainerRecreateRequest{stageCRR(st1, 1, "a"), stageCRR(st2, 2, "b")}
+	f.w.answers["delete "+st2] = []error{apierrors.NewInternalError(context.DeadlineExceeded)}
+	f.clock.SetTime(podtest.Epoch.Add(10*time.Second + 400*time.Second))
+	f.sync(t)
+	deletes := 0
+	for _, s := range f.w.sent {
+		if s == "delete "+st1 {
+			deletes++
+		}
+	}
+	if deletes != 1 || len(f.w.sent) < 2 || f.w.sent[1] != "delete "+st2 {
+		t.Fatalf("writes %v: want %s deleted once, then %s tried", f.w.sent, st1, st2)
+	}
+}
