@@ -8,13 +8,13 @@ import (
 	"time"
 
 	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
 	"github.com/sidecar-terminator/sidecar-terminator/controller/podtest"
@@ -44,7 +44,9 @@ type failingLiveWorld struct {
 	reads []string
 }
 
-func (w *failingLiveWorld) LivePod(context.Context, string, string) (*corev1.Pod, error) { return w.pod, nil }
+func (w *failingLiveWorld) LivePod(context.Context, string, string) (*corev1.Pod, error) {
+	return w.pod, nil
+}
 func (w *failingLiveWorld) LiveCRR(_ context.Context, _, name string) (*kruisev1alpha1.ContainerRecreateRequest, error) {
 	w.reads = append(w.reads, name)
 	if w.err != nil {
