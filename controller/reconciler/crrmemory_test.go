@@ -67,9 +67,7 @@ func TestARetryWaitsForTheAttemptTheCacheDoesNotShow(t *testing.T) {
 	pod := podtest.Pod("p").Annotate(decision.AnnotationCRRAttempts, "2").
 		Container("main", podtest.Exited(0, podtest.Epoch.Add(10*time.Second))).Container("log", markCRR).Build()
 	w := &liveWorld{world: &world{pod: pod, crrAPI: true, answers: map[string][]error{}}, live: map[string]*kruisev1alpha1.ContainerRecreateRequest{}}
-	f := newFixture(pod)
-	f.w = w.world
-	f.rec = reconciler.New(reconciler.DefaultConfig(), w.world, w, f.ev, f.metrics, f.clock)
+	f := newFixtureWriting(w.world, w)
 	crr := func(attempt int, created time.Duration, phase kruisev1alpha1.ContainerRecreateRequestPhase) *kruisev1alpha1.ContainerRecreateRequest {
 		c := &kruisev1alpha1.ContainerRecreateRequest{ObjectMeta: metav1.ObjectMeta{Name: decision.StageCRRName(pod, 0, attempt), Namespace: "default",
 			CreationTimestamp: metav1.NewTime(podtest.Epoch.Add(created)),
@@ -128,9 +126,7 @@ func TestARefusalPassDoesNotResendAnAcceptedCRR(t *testing.T) {
 func TestATimedOutCreateThatWasAppliedCountsAsMade(t *testing.T) {
 	pod := podtest.Pod("p").Container("main", podtest.Exited(0, podtest.Epoch.Add(10*time.Second))).Container("log", markCRR).Build()
 	w := &liveWorld{world: &world{pod: pod, crrAPI: true, answers: map[string][]error{}}, live: map[string]*kruisev1alpha1.ContainerRecreateRequest{}}
-	f := newFixture(pod)
-	f.w = w.world
-	f.rec = reconciler.New(reconciler.DefaultConfig(), w.world, w, f.ev, f.metrics, f.clock)
+	f := newFixtureWriting(w.world, w)
 	name := decision.CRRName(pod, 1)
 	w.answers["crr "+name] = []error{apierrors.NewTimeoutError("no answer", 1)}
 	made := &kruisev1alpha1.ContainerRecreateRequest{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default",

@@ -61,9 +61,7 @@ func TestASecondAttemptIsNotMadeWhenTheReadOfTheFirstFails(t *testing.T) {
 	pod := podtest.Pod("p").Annotate(decision.AnnotationCRRAttempts, "1").
 		Container("main", podtest.Exited(0, podtest.Epoch.Add(10*time.Second))).Container("log", markCRR).Build()
 	w := &failingLiveWorld{world: &world{pod: pod, crrAPI: true, answers: map[string][]error{}}, err: apierrors.NewInternalError(errors.New("etcd timeout"))}
-	f := newFixture(pod)
-	f.w = w.world
-	f.rec = reconciler.New(reconciler.DefaultConfig(), w.world, w, f.ev, f.metrics, f.clock)
+	f := newFixtureWriting(w.world, w)
 	f.clock.SetTime(podtest.Epoch.Add(31 * time.Second))
 	_, err := f.rec.Sync(context.Background(), cache.ObjectName{Namespace: pod.Namespace, Name: pod.Name})
 	if err == nil || !apierrors.IsInternalError(err) {
@@ -80,21 +78,10 @@ func TestASecondAttemptIsNotMadeWhenTheReadOfTheFirstFails(t *testing.T) {
 // read live (another replica may have made it again); when that read fails,
 // stage 2's is not made blind: the sync fails and the queue tries again.
 func TestAStageCRRIsNotRetriedWhenTheReadOfTheDeletedEarlierStageFails(t *testing.T) {
-	pod := podtest.Pod("p").Annotate(decision.AnnotationStopOrder, "fluent-bit,istio-proxy").
-		Container("main", podtest.Exited(0, podtest.Epoch.Add(10*time.Second))).
-		Container("fluent-bit", markCRR).Container("istio-proxy", markCRR).Build()
+	pod := shipperPod().Build()
 	w := &failingLiveWorld{world: &world{pod: pod, crrAPI: true, answers: map[string][]error{}}}
-	f := newFixture(pod)
-	f.w = w.world
-	f.rec = reconciler.New(reconciler.DefaultConfig(), w.world, w, f.ev, f.metrics, f.clock)
-	st1, st2 := decision.StageCRRName(pod, 1, 1), decision.StageCRRName(pod, 2, 1)
-	w.crrs = []*kruisev1alpha1.ContainerRecreateRequest{stageCRR(st1, 1, "fluent-bit")}
-	w.answers["crr "+st2] = []error{apierrors.NewInternalError(context.DeadlineExceeded)}
-	f.clock.SetTime(podtest.Epoch.Add(10*time.Second + 40*time.Second))
-	f.sync(t)
-	if got, want := strings.Join(w.sent, ","), "delete "+st1+",crr "+st2; got != want {
-		t.Fatalf("first sync: writes %s, want %s", got, want)
-	}
+	f := newFixtureWriting(w.world, w)
+	st1, _ := stageTwoRefused(t, f)
 	w.crrs, w.sent, w.reads = nil, nil, nil
 	w.err = apierrors.NewInternalError(errors.New("etcd timeout"))
 	f.clock.Step(decision.DefaultPolicy().RetryBackoff)
@@ -114,9 +101,7 @@ func TestASecondAttemptReadsTheFirstWithItsLabelStripped(t *testing.T) {
 	pod := podtest.Pod("p").Annotate(decision.AnnotationCRRAttempts, "1").
 		Container("main", podtest.Exited(0, podtest.Epoch.Add(10*time.Second))).Container("log", markCRR).Build()
 	w := &liveWorld{world: &world{pod: pod, crrAPI: true, answers: map[string][]error{}}, live: map[string]*kruisev1alpha1.ContainerRecreateRequest{}}
-	f := newFixture(pod)
-	f.w = w.world
-	f.rec = reconciler.New(reconciler.DefaultConfig(), w.world, w, f.ev, f.metrics, f.clock)
+	f := newFixtureWriting(w.world, w)
 	first := decision.CRRName(pod, 1)
 	deadline := int64(decision.CRRDeadline(pod, reconciler.DefaultConfig().Policy) / time.Second)
 	w.live[first] = &kruisev1alpha1.ContainerRecreateRequest{ObjectMeta: metav1.ObjectMeta{Name: first, Namespace: "default",
@@ -137,21 +122,10 @@ func TestASecondAttemptReadsTheFirstWithItsLabelStripped(t *testing.T) {
 // before the next stage's CRR is retried, even while the cache shows another
 // CRR of the pod: "shown" is about that very name.
 func TestADeletedStageCRRIsReadLiveBesideAnotherCachedCRR(t *testing.T) {
-	pod := podtest.Pod("p").Annotate(decision.AnnotationStopOrder, "fluent-bit,istio-proxy").
-		Container("main", podtest.Exited(0, podtest.Epoch.Add(10*time.Second))).
-		Container("fluent-bit", markCRR).Container("istio-proxy", markCRR).Build()
+	pod := shipperPod().Build()
 	w := &failingLiveWorld{world: &world{pod: pod, crrAPI: true, answers: map[string][]error{}}}
-	f := newFixture(pod)
-	f.w = w.world
-	f.rec = reconciler.New(reconciler.DefaultConfig(), w.world, w, f.ev, f.metrics, f.clock)
-	st1, st2 := decision.StageCRRName(pod, 1, 1), decision.StageCRRName(pod, 2, 1)
-	w.crrs = []*kruisev1alpha1.ContainerRecreateRequest{stageCRR(st1, 1, "fluent-bit")}
-	w.answers["crr "+st2] = []error{apierrors.NewInternalError(context.DeadlineExceeded)}
-	f.clock.SetTime(podtest.Epoch.Add(10*time.Second + 40*time.Second))
-	f.sync(t)
-	if got, want := strings.Join(w.sent, ","), "delete "+st1+",crr "+st2; got != want {
-		t.Fatalf("first sync: writes %s, want %s", got, want)
-	}
+	f := newFixtureWriting(w.world, w)
+	st1, st2 := stageTwoRefused(t, f)
 	// The cache drops the deleted CRR and shows another of stage 1, made
 	// since under another name (a second attempt), completed.
 	other := stageCRR(decision.StageCRRName(pod, 1, 2), 1, "fluent-bit")

@@ -174,9 +174,7 @@ func TestASecondAttemptReadsTheFirstTheCacheDoesNotShow(t *testing.T) {
 	pod := podtest.Pod("p").Annotate(decision.AnnotationCRRAttempts, "1").
 		Container("main", podtest.Exited(0, podtest.Epoch.Add(10*time.Second))).Container("log", markCRR).Build()
 	w := &liveWorld{world: &world{pod: pod, crrAPI: true, answers: map[string][]error{}}, live: map[string]*kruisev1alpha1.ContainerRecreateRequest{}}
-	f := newFixture(pod)
-	f.w = w.world
-	f.rec = reconciler.New(reconciler.DefaultConfig(), w.world, w, f.ev, f.metrics, f.clock)
+	f := newFixtureWriting(w.world, w)
 	first := decision.CRRName(pod, 1)
 	w.live[first] = &kruisev1alpha1.ContainerRecreateRequest{ObjectMeta: metav1.ObjectMeta{Name: first, Namespace: "default",
 		CreationTimestamp: metav1.NewTime(podtest.Epoch.Add(30 * time.Second)),

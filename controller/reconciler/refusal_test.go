@@ -111,6 +111,31 @@ func newFixture(pod *corev1.Pod) *fixture {
 	return f
 }
 
+// newFixtureWriting is newFixture over w, writing (and reading live) through
+// writer: w itself wrapped with a LiveChecker.
+func newFixtureWriting(w *world, writer reconciler.Writer) *fixture {
+	f := newFixture(w.pod)
+	f.w = w
+	f.rec = reconciler.New(reconciler.DefaultConfig(), w, writer, f.ev, f.metrics, f.clock)
+	return f
+}
+
+// stageTwoRefused runs the first sync of a shipperPod whose stage 1 CRR the
+// cache shows, 40 s after the main's exit: stage 1's CRR is deleted and
+// stage 2's create is refused (500). It returns both CRRs' names.
+func stageTwoRefused(t *testing.T, f *fixture) (st1, st2 string) {
+	t.Helper()
+	st1, st2 = decision.StageCRRName(f.w.pod, 1, 1), decision.StageCRRName(f.w.pod, 2, 1)
+	f.w.crrs = []*kruisev1alpha1.ContainerRecreateRequest{stageCRR(st1, 1, "fluent-bit")}
+	f.w.answers["crr "+st2] = []error{apierrors.NewInternalError(context.DeadlineExceeded)}
+	f.clock.SetTime(podtest.Epoch.Add(10*time.Second + 40*time.Second))
+	f.sync(t)
+	if got, want := strings.Join(f.w.sent, ","), "delete "+st1+",crr "+st2; got != want {
+		t.Fatalf("first sync: writes %s, want %s", got, want)
+	}
+	return st1, st2
+}
+
 func (f *fixture) sync(t *testing.T) time.Duration {
 	t.Helper()
 	after, err := f.rec.Sync(context.Background(), cache.ObjectName{Namespace: f.w.pod.Namespace, Name: f.w.pod.Name})

@@ -1,17 +1,14 @@
 package reconciler_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
 
 	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
-	"github.com/sidecar-terminator/sidecar-terminator/controller/podtest"
 	"github.com/sidecar-terminator/sidecar-terminator/controller/reconciler"
 )
 
@@ -25,17 +22,8 @@ import (
 func TestAStageCRRMadeAgainByAnotherReplicaIsNotLeftBesideTheNext(t *testing.T) {
 	pod := shipperPod().Build()
 	w := &liveWorld{world: &world{pod: pod, crrAPI: true, answers: map[string][]error{}}, live: map[string]*kruisev1alpha1.ContainerRecreateRequest{}}
-	f := newFixture(pod)
-	f.w = w.world
-	f.rec = reconciler.New(reconciler.DefaultConfig(), w.world, w, f.ev, f.metrics, f.clock)
-	st1, st2 := decision.StageCRRName(pod, 1, 1), decision.StageCRRName(pod, 2, 1)
-	w.crrs = []*kruisev1alpha1.ContainerRecreateRequest{stageCRR(st1, 1, "fluent-bit")}
-	w.answers["crr "+st2] = []error{apierrors.NewInternalError(context.DeadlineExceeded)}
-	f.clock.SetTime(podtest.Epoch.Add(10*time.Second + 40*time.Second))
-	f.sync(t)
-	if got, want := strings.Join(w.sent, ","), "delete "+st1+",crr "+st2; got != want {
-		t.Fatalf("first sync: writes %s, want %s", got, want)
-	}
+	f := newFixtureWriting(w.world, w)
+	st1, st2 := stageTwoRefused(t, f)
 	// The cache drops the deleted CRR; the other replica makes it again,
 	// which this one's cache does not show yet.
 	w.crrs, w.sent = nil, nil
