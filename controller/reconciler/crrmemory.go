@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"time"
 
 	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
@@ -117,7 +118,7 @@ func (m *podMemory) crrRefused(a decision.Action) {
 // shows is the cache's (newer) copy, even one deleted and made again.
 func rememberedCRRs(mem *podMemory, cached []*kruisev1alpha1.ContainerRecreateRequest) []decision.CRR {
 	var out []decision.CRR
-	for _, name := range sortedKeys(mem.crrs) {
+	for _, name := range slices.Sorted(maps.Keys(mem.crrs)) {
 		seen := false
 		for _, k := range cached {
 			seen = seen || k.Name == name
@@ -191,13 +192,8 @@ func (r *Reconciler) refusedEarlierStages(mem *podMemory, stage int) []decision.
 	if stage == 0 || len(mem.refusedCRRs) == 0 || !r.read.CRRAPIAvailable() {
 		return nil
 	}
-	names := make([]string, 0, len(mem.refusedCRRs))
-	for name := range mem.refusedCRRs {
-		names = append(names, name)
-	}
-	sort.Strings(names)
 	var out []decision.Action
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(mem.refusedCRRs)) {
 		a := mem.refusedCRRs[name]
 		if _, known := mem.crrs[name]; known || a.Stage >= stage {
 			continue
@@ -238,7 +234,7 @@ func (r *Reconciler) deletedEarlierStages(pod *corev1.Pod, mem *podMemory, stage
 		return nil
 	}
 	var out []string
-	for _, name := range sortedKeys(mem.crrs) {
+	for _, name := range slices.Sorted(maps.Keys(mem.crrs)) {
 		_, deleted := mem.deletedCRRs[name]
 		if c := mem.crrs[name]; !deleted || c.Stage >= stage {
 			continue
@@ -252,13 +248,4 @@ func (r *Reconciler) deletedEarlierStages(pod *corev1.Pod, mem *podMemory, stage
 		}
 	}
 	return out
-}
-
-func sortedKeys(m map[string]decision.CRR) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
