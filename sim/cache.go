@@ -25,6 +25,9 @@ type Cache struct {
 	nodes  map[string]map[string]string
 	// noDaemon: normal nodes whose NodeImage no kruise-daemon ever wrote.
 	noDaemon map[string]bool
+	// nodeImages: OpenKruise's NodeImage API is served (OpenKruise is
+	// installed; the CRDRemoved fault removes only the CRR CRD).
+	nodeImages bool
 	// deleted remembers deleted pods, so a late, reordered update cannot
 	// bring one back (a watch keeps each object's events in order).
 	deleted map[types.UID]bool

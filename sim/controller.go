@@ -52,6 +52,7 @@ func (s *Sim) startController(id int) *controller {
 	c := &controller{s: s, id: id, alive: true}
 	c.cache = s.world.listCache(s.crrServed())
 	c.cache.served = s.crrServed
+	c.cache.nodeImages = !s.sc.NoCRRAPI
 	c.queue = newQueue(s, c.kick)
 	var r reconciler.Reader = c.cache
 	if s.opts.WrapReader != nil {

@@ -7,6 +7,7 @@ import (
 	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
 	"github.com/sidecar-terminator/sidecar-terminator/controller/kruisetest"
 )
 
@@ -107,12 +108,16 @@ func sortKeys(keys []cache.ObjectName) {
 	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
 }
 
-// KruiseDaemon implements reconciler.DaemonReader: the simulated nodes exist
-// long before the run, so a node without kruise-daemon shows as one at once
-// (its NodeImage old and never written by a daemon).
-func (c *Cache) KruiseDaemon(node string, _ time.Time, _ time.Duration) (bool, string) {
-	if c.noDaemon[node] {
-		return true, "kruise-daemon never wrote the node's NodeImage"
+// KruiseDaemon implements reconciler.DaemonReader as kube.Caches does: the
+// simulated nodes exist long before the run, so a node without kruise-daemon
+// shows as one at once (its NodeImage old and never written by a daemon), a
+// node with one as served, and without OpenKruise nothing is known.
+func (c *Cache) KruiseDaemon(node string, _ time.Time, _ time.Duration) (decision.DaemonState, string) {
+	switch {
+	case !c.nodeImages:
+		return decision.DaemonUnknown, "OpenKruise's NodeImage API is not served"
+	case c.noDaemon[node]:
+		return decision.DaemonAbsent, "kruise-daemon never wrote the node's NodeImage"
 	}
-	return false, "kruise-daemon wrote the node's NodeImage status"
+	return decision.DaemonServes, "kruise-daemon wrote the node's NodeImage status"
 }

@@ -44,6 +44,10 @@ var refusalScenarios = []Scenario{
 		Faults: Faults{CRRWebhook: CRDRemoved, CRRWebhookFrom: 60 * time.Second, CacheLag: 2 * time.Second}, Nodes: normalNodes, Templates: []Template{
 			never("rm-both", job(), sidecar("proxy", "ignore", markCRR, markImage)),
 			never("rm-crr", job(), sidecar("proxy", "ignore", markCRR)).expect(ExpectEither)}},
+	{Name: "crd-removed-then-restart", Purpose: "the CRD removed while kruise-daemon stops sidecars, and the controller crashing often: a controller that starts after the removal remembers no CRR, so on a node a daemon serves its swaps wait the pod's grace period from when it found the API gone; no second stop lands in the first (soak seeds 405, 460)",
+		Faults: Faults{CRRWebhook: CRDRemoved, CRRWebhookFrom: 60 * time.Second, CrashEvery: 30 * time.Second, CacheLag: 2 * time.Second}, Nodes: normalNodes, Templates: []Template{
+			never("rr-both", job(), sidecar("proxy", "ignore", markCRR, markImage)),
+			never("rr-crr", job(), sidecar("proxy", "ignore", markCRR)).expect(ExpectEither)}},
 
 	// A restart of kube-apiserver: writes refused (no connection), then
 	// denied with 403 while its RBAC caches sync. A 403 seen once is asked

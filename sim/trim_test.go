@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
 	"github.com/sidecar-terminator/sidecar-terminator/controller/kube"
 	"github.com/sidecar-terminator/sidecar-terminator/controller/reconciler"
 )
@@ -52,11 +53,11 @@ func (p *trimProbe) Pod(namespace, name string) (*corev1.Pod, error) {
 }
 
 // KruiseDaemon passes the cache's knowledge of the nodes' daemons through.
-func (p *trimProbe) KruiseDaemon(node string, now time.Time, grace time.Duration) (bool, string) {
+func (p *trimProbe) KruiseDaemon(node string, now time.Time, grace time.Duration) (decision.DaemonState, string) {
 	if d, ok := p.Reader.(reconciler.DaemonReader); ok {
 		return d.KruiseDaemon(node, now, grace)
 	}
-	return false, ""
+	return decision.DaemonUnknown, ""
 }
 
 // TestTrimNeverChangesADecision: for every pod state the simulator produces

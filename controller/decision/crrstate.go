@@ -191,3 +191,24 @@ func stopUnderWay(in Input, crr *CRR, container string, deadline time.Time) (tim
 	}
 	return time.Time{}, false
 }
+
+// stopsAfterCRD reports whether a swap of the running container must wait
+// for stops kruise-daemon may have begun under CRRs the controller no longer
+// sees because their CRD was removed, and until when. Removing the CRD
+// deletes every CRR, and kruise-daemon takes up none after (it works from its
+// informer's CRRs), but a CRI stop it had begun runs on for up to the pod's
+// grace period (stopUnderWay). A controller that remembers its CRRs waits
+// for each (Unseen); one that started, or took the lead, after the removal
+// remembers none, and a CRR another replica made is not in its memory
+// either. Every such CRR was made before the API went away, so every stop
+// under one began before the controller learned of it: on a node kruise-
+// daemon serves, a swap waits until then plus the grace period and a
+// margin. Nodes where no daemon shows (none at all, or OpenKruise gone
+// whole, NodeImages with it) have nothing to wait for.
+func stopsAfterCRD(in Input, c Container) (time.Time, bool) {
+	if in.CRRAPI || in.CRRAPIGoneSince.IsZero() || in.Node.Virtual || in.Node.Daemon != DaemonServes || c.State != StateRunning {
+		return time.Time{}, false
+	}
+	until := in.CRRAPIGoneSince.Add(PodGrace(in.Pod) + stopMargin)
+	return until, in.Now.Before(until)
+}

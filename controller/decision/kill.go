@@ -77,6 +77,12 @@ func (p Plan) kill(in Input, targets []Container) Plan {
 			waiting = append(waiting, fmt.Sprintf("the image swap of %q is retried in %s, after it was refused", c.Name, wait.Round(time.Second)))
 			continue
 		}
+		if until, ok := stopsAfterCRD(in, c); ok && image != "" {
+			waiting = append(waiting, fmt.Sprintf("the image swap of %q waits until %s: the ContainerRecreateRequest API went away at %s, and kruise-daemon, which serves node %q, may still be stopping it under a CRR made before",
+				c.Name, until.UTC().Format(time.RFC3339), in.CRRAPIGoneSince.UTC().Format(time.RFC3339), in.Node.Name))
+			p.requeue(until.Sub(in.Now))
+			continue
+		}
 		// image may be the operator's default (c.DefaultImage): the cases
 		// that swap before the CRR case are those without a CRR path.
 		swap := Swap{Index: c.Index, Container: c.Name, From: c.Image, To: image}
@@ -87,7 +93,7 @@ func (p Plan) kill(in Input, targets []Container) Plan {
 				continue
 			}
 			bySwap = append(bySwap, swap)
-		case in.Node.NoDaemon:
+		case in.Node.Daemon == DaemonAbsent:
 			// Like a virtual node: a CRR would wait for its deadline there.
 			if image == "" {
 				noPath = append(noPath, fmt.Sprintf("container %q is on node %q, where no kruise-daemon runs (%s), and has no usable quick-exit image", c.Name, in.Node.Name, in.Node.DaemonWhy))

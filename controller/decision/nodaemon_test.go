@@ -15,7 +15,7 @@ import (
 // operator's default too), else NoTerminationPath at once, never a CRR that
 // would only wait for its deadline.
 func TestDecideNodeWithoutDaemon(t *testing.T) {
-	noDaemon := Node{Name: "node-1", Found: true, NoDaemon: true, DaemonWhy: "its NodeImage was never written by kruise-daemon"}
+	noDaemon := Node{Name: "node-1", Found: true, Daemon: DaemonAbsent, DaemonWhy: "its NodeImage was never written by kruise-daemon"}
 	crrOnly := podtest.Pod("p").Container("main", exited(0)).Container("log", markCRR).Build()
 	withImage := podtest.Pod("p").Container("main", exited(0)).Container("log", markCRR, markImage).Build()
 	cases := map[string]struct {

@@ -98,7 +98,7 @@ func nodePath(in Input) string {
 		return fmt.Sprintf("%q is not known: no path until it is", n.Name)
 	case n.Virtual:
 		return fmt.Sprintf("%q is a virtual node: image swap only", n.Name)
-	case n.NoDaemon:
+	case n.Daemon == DaemonAbsent:
 		return fmt.Sprintf("%q runs no kruise-daemon%s: image swap only", n.Name, why)
 	case !in.CRRAPI:
 		return fmt.Sprintf("%q is a normal node, but the ContainerRecreateRequest API is not served: image swap only", n.Name)

@@ -97,13 +97,30 @@ type Node struct {
 	Name    string
 	Found   bool
 	Virtual bool
-	// NoDaemon: OpenKruise's own objects show no kruise-daemon serving the
-	// node (kube/daemons.go), so no CRR can stop a container there; the
-	// node is treated like a virtual one. DaemonWhy says how that is known,
-	// either way, for explain and the Warning.
-	NoDaemon  bool
+	// Daemon is what OpenKruise's own objects say of the node's
+	// kruise-daemon (kube/daemons.go). A node with none (DaemonAbsent) can
+	// run no CRR and is treated like a virtual one. DaemonWhy says how that
+	// is known, either way, for explain and the Warning.
+	Daemon    DaemonState
 	DaemonWhy string
 }
+
+// DaemonState is what OpenKruise's objects show of a node's kruise-daemon.
+type DaemonState int
+
+const (
+	// DaemonUnknown: nothing shows either way (no NodeImage for the node,
+	// no NodeImage API, or a daemon still within its grace to show itself);
+	// a CRR is tried.
+	DaemonUnknown DaemonState = iota
+	// DaemonServes: kruise-daemon has written the node's NodeImage status,
+	// so it serves the node, and may be stopping a sidecar there under a
+	// CRR whatever became of that CRR since.
+	DaemonServes
+	// DaemonAbsent: the node's NodeImage is older than the grace and
+	// kruise-daemon never wrote it, so none runs there.
+	DaemonAbsent
+)
 
 // CRR is what the decision needs of one ContainerRecreateRequest this
 // controller made for the pod.
@@ -201,6 +218,10 @@ type Input struct {
 	Node   Node
 	CRRs   []CRR
 	CRRAPI bool // the ContainerRecreateRequest API is served
+	// CRRAPIGoneSince is when the controller learned the CRR API is not
+	// served: when it lost it, or its first look if it never saw it. Zero
+	// while the API is served (stopsAfterCRD in kill.go says why it counts).
+	CRRAPIGoneSince time.Time
 	// Refusals are the pod's writes the cluster refused, latest per kind of
 	// write, as the reconciler remembers them.
 	Refusals []Refusal

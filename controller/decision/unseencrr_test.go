@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	. "github.com/sidecar-terminator/sidecar-terminator/controller/decision"
 	"github.com/sidecar-terminator/sidecar-terminator/controller/podtest"
 )
@@ -65,5 +67,56 @@ func TestExplainSaysAnUnseenCRRIsAsLastSeen(t *testing.T) {
 		if len(states) != 1 || strings.HasPrefix(states[0].Meaning, "as last seen") != unseen {
 			t.Errorf("unseen %v: %+v", unseen, states)
 		}
+	}
+}
+
+// A controller that finds the CRR API gone remembers no CRR made before
+// (it started, or took the lead, after the CRD was removed): on a node a
+// kruise-daemon serves, a stop begun under one of them may run a grace
+// period (30 s here) past the moment the API went away, so a swap of a
+// running sidecar waits that long and a margin (10 s). Where no daemon
+// shows, or the sidecar is not running, or the API is served, nothing is
+// waited for. Soak seeds 405 and 460 swapped inside such a stop.
+func TestASwapAfterTheCRDWentAwaitsStopsBegunBefore(t *testing.T) {
+	gone := exitAt.Add(20 * time.Second)
+	running := podtest.Pod("p").Container("main", exited(0)).Container("log", markCRR, markImage).Build()
+	waitingLog := podtest.Pod("p").Container("main", exited(0)).Container("log", markCRR, markImage, podtest.Waiting("ContainerCreating", nil)).Build()
+	served := Node{Name: "node-1", Found: true, Daemon: DaemonServes, DaemonWhy: "kruise-daemon wrote the node's NodeImage status"}
+	absent := Node{Name: "node-1", Found: true, Daemon: DaemonAbsent, DaemonWhy: "never wrote"}
+	swap := want{verdict: VerdictAct, actions: []Action{swapOf(1, "log", img("log"))}}
+	for name, tc := range map[string]struct {
+		pod    *corev1.Pod
+		node   Node
+		crrAPI bool
+		gone   time.Time
+		at     time.Time
+		want   want
+	}{
+		"daemon serves the node, just after the API went: wait": {
+			pod: running, node: served, gone: gone, at: gone.Add(time.Second),
+			want: want{verdict: VerdictInProgress, requeue: 39 * time.Second}},
+		"daemon serves the node, a second before the wait ends: wait": {
+			pod: running, node: served, gone: gone, at: gone.Add(39 * time.Second),
+			want: want{verdict: VerdictInProgress, requeue: time.Second}},
+		"daemon serves the node, grace and margin over: swap": {
+			pod: running, node: served, gone: gone, at: gone.Add(40 * time.Second), want: swap},
+		"no daemon on the node: swap at once": {
+			pod: running, node: absent, gone: gone, at: gone.Add(time.Second), want: swap},
+		"nothing known of the node's daemon: swap at once": {
+			pod: running, node: normal, gone: gone, at: gone.Add(time.Second), want: swap},
+		"a sidecar not running has no stop to wait for": {
+			pod: waitingLog, node: served, gone: gone, at: gone.Add(time.Second), want: swap},
+		"the API served: a CRR, no wait": {
+			pod: running, node: served, crrAPI: true, at: gone.Add(time.Second),
+			want: want{verdict: VerdictAct, actions: []Action{crrFor("p", 1, "log")}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			in := Input{Pod: tc.pod, Node: tc.node, CRRAPI: tc.crrAPI, CRRAPIGoneSince: tc.gone, Now: tc.at, Policy: DefaultPolicy()}
+			plan := Decide(in)
+			checkPlan(t, tc.want, plan)
+			if tc.want.verdict == VerdictInProgress && !strings.Contains(plan.Reason, "may still be stopping") {
+				t.Errorf("the wait is not explained: %q", plan.Reason)
+			}
+		})
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 
+	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
 	"github.com/sidecar-terminator/sidecar-terminator/controller/reconciler"
 )
 
@@ -47,9 +48,9 @@ const daemonManager = "kruise-daemon"
 
 // KruiseDaemonFromNodeImage applies the rule above to a NodeImage's
 // metadata (nil: none for the node), the daemon having had grace to write.
-func KruiseDaemonFromNodeImage(ni *metav1.ObjectMeta, now time.Time, grace time.Duration) (absent bool, why string) {
+func KruiseDaemonFromNodeImage(ni *metav1.ObjectMeta, now time.Time, grace time.Duration) (decision.DaemonState, string) {
 	if ni == nil {
-		return false, "no NodeImage for the node, so not known; a CRR is tried"
+		return decision.DaemonUnknown, "no NodeImage for the node, so not known; a CRR is tried"
 	}
 	for _, f := range ni.ManagedFields {
 		if f.Manager == daemonManager && f.Subresource == "status" {
@@ -57,14 +58,14 @@ func KruiseDaemonFromNodeImage(ni *metav1.ObjectMeta, now time.Time, grace time.
 			if f.Time != nil {
 				at = "at " + f.Time.UTC().Format(time.RFC3339)
 			}
-			return false, fmt.Sprintf("kruise-daemon wrote the node's NodeImage status %s", at)
+			return decision.DaemonServes, fmt.Sprintf("kruise-daemon wrote the node's NodeImage status %s", at)
 		}
 	}
 	age := now.Sub(ni.CreationTimestamp.Time)
 	if age < grace {
-		return false, fmt.Sprintf("the node's NodeImage is %s old and kruise-daemon has not written it yet (it has %s); a CRR is tried", age.Round(time.Second), grace)
+		return decision.DaemonUnknown, fmt.Sprintf("the node's NodeImage is %s old and kruise-daemon has not written it yet (it has %s); a CRR is tried", age.Round(time.Second), grace)
 	}
-	return true, fmt.Sprintf("kruise-daemon never wrote the node's NodeImage, created %s ago (more than %s); it writes it when it starts", roundAge(age), grace)
+	return decision.DaemonAbsent, fmt.Sprintf("kruise-daemon never wrote the node's NodeImage, created %s ago (more than %s); it writes it when it starts", roundAge(age), grace)
 }
 
 // roundAge rounds an age for a message: to the minute once it is minutes
@@ -106,9 +107,9 @@ func (c *Caches) WatchNodeImages() error {
 }
 
 // KruiseDaemon implements reconciler.DaemonReader from the NodeImage cache.
-func (c *Caches) KruiseDaemon(node string, now time.Time, grace time.Duration) (bool, string) {
+func (c *Caches) KruiseDaemon(node string, now time.Time, grace time.Duration) (decision.DaemonState, string) {
 	if c.NodeImageInformer == nil {
-		return false, "OpenKruise's NodeImage API is not served, so not known; a CRR is tried"
+		return decision.DaemonUnknown, "OpenKruise's NodeImage API is not served, so not known; a CRR is tried"
 	}
 	obj, ok, err := c.NodeImageInformer.GetIndexer().GetByKey(node)
 	if err != nil || !ok {
@@ -122,9 +123,9 @@ func (c *Caches) KruiseDaemon(node string, now time.Time, grace time.Duration) (
 }
 
 // KruiseDaemon implements reconciler.DaemonReader with one live read.
-func (l LiveReader) KruiseDaemon(node string, now time.Time, grace time.Duration) (bool, string) {
+func (l LiveReader) KruiseDaemon(node string, now time.Time, grace time.Duration) (decision.DaemonState, string) {
 	if l.Meta == nil {
-		return false, "not looked up"
+		return decision.DaemonUnknown, "not looked up"
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), liveTimeout)
 	defer cancel()
@@ -133,7 +134,7 @@ func (l LiveReader) KruiseDaemon(node string, now time.Time, grace time.Duration
 	case apierrors.IsNotFound(err):
 		return KruiseDaemonFromNodeImage(nil, now, grace)
 	case err != nil:
-		return false, fmt.Sprintf("its NodeImage could not be read (%v); a CRR is tried", err)
+		return decision.DaemonUnknown, fmt.Sprintf("its NodeImage could not be read (%v); a CRR is tried", err)
 	}
 	return KruiseDaemonFromNodeImage(&m.ObjectMeta, now, grace)
 }

@@ -29,19 +29,19 @@ var (
 func TestKruiseDaemonFromNodeImage(t *testing.T) {
 	now := podtest.Epoch
 	for name, tc := range map[string]struct {
-		ni     *metav1.PartialObjectMetadata
-		grace  time.Duration // 0: the default
-		absent bool
-		why    string
+		ni    *metav1.PartialObjectMetadata
+		grace time.Duration // 0: the default
+		state decision.DaemonState
+		why   string
 	}{
 		"no NodeImage: not known, CRR":             {ni: nil, why: "no NodeImage"},
-		"daemon wrote the status: served":          {ni: nodeImage("n", time.Hour, now, managerCreate, daemonStatusWrite), why: "kruise-daemon wrote"},
+		"daemon wrote the status: served":          {ni: nodeImage("n", time.Hour, now, managerCreate, daemonStatusWrite), state: decision.DaemonServes, why: "kruise-daemon wrote"},
 		"young NodeImage, no write yet: CRR":       {ni: nodeImage("n", time.Minute, now, managerCreate), why: "not written it yet"},
-		"old NodeImage never written by a daemon":  {ni: nodeImage("n", time.Hour, now, managerCreate), absent: true, why: "never wrote"},
-		"a spec write by kruise-daemon is not it":  {ni: nodeImage("n", time.Hour, now, metav1.ManagedFieldsEntry{Manager: "kruise-daemon"}), absent: true, why: "never wrote"},
-		"a status write by someone else is not it": {ni: nodeImage("n", time.Hour, now, metav1.ManagedFieldsEntry{Manager: "kruise-manager", Subresource: "status"}), absent: true, why: "never wrote"},
+		"old NodeImage never written by a daemon":  {ni: nodeImage("n", time.Hour, now, managerCreate), state: decision.DaemonAbsent, why: "never wrote"},
+		"a spec write by kruise-daemon is not it":  {ni: nodeImage("n", time.Hour, now, metav1.ManagedFieldsEntry{Manager: "kruise-daemon"}), state: decision.DaemonAbsent, why: "never wrote"},
+		"a status write by someone else is not it": {ni: nodeImage("n", time.Hour, now, metav1.ManagedFieldsEntry{Manager: "kruise-manager", Subresource: "status"}), state: decision.DaemonAbsent, why: "never wrote"},
 		// --kruise-daemon-grace moves the line both ways.
-		"a shorter grace: absent sooner":       {ni: nodeImage("n", 30*time.Second, now, managerCreate), grace: 20 * time.Second, absent: true, why: "created 30s ago (more than 20s)"},
+		"a shorter grace: absent sooner":       {ni: nodeImage("n", 30*time.Second, now, managerCreate), grace: 20 * time.Second, state: decision.DaemonAbsent, why: "created 30s ago (more than 20s)"},
 		"a shorter grace, not yet passed":      {ni: nodeImage("n", 10*time.Second, now, managerCreate), grace: 20 * time.Second, why: "10s old"},
 		"a longer grace: still waiting at 1 h": {ni: nodeImage("n", time.Hour, now, managerCreate), grace: 2 * time.Hour, why: "not written it yet (it has 2h0m0s)"},
 	} {
@@ -55,9 +55,9 @@ func TestKruiseDaemonFromNodeImage(t *testing.T) {
 			if grace == 0 {
 				grace = reconciler.DefaultKruiseDaemonGrace
 			}
-			absent, why := KruiseDaemonFromNodeImage(meta, now, grace)
-			if absent != tc.absent || !strings.Contains(why, tc.why) {
-				t.Errorf("absent %v (%s), want %v (%q)", absent, why, tc.absent, tc.why)
+			state, why := KruiseDaemonFromNodeImage(meta, now, grace)
+			if state != tc.state || !strings.Contains(why, tc.why) {
+				t.Errorf("state %v (%s), want %v (%q)", state, why, tc.state, tc.why)
 			}
 		})
 	}

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
 	"github.com/sidecar-terminator/sidecar-terminator/controller/podtest"
 	"github.com/sidecar-terminator/sidecar-terminator/controller/reconciler"
 )
@@ -31,12 +32,12 @@ func TestKruiseDaemonAbsentAtExactlyTheGrace(t *testing.T) {
 	now := podtest.Epoch
 	grace := 20 * time.Second
 	for _, tc := range []struct {
-		age    time.Duration
-		absent bool
-	}{{grace - time.Second, false}, {grace, true}} {
+		age   time.Duration
+		state decision.DaemonState
+	}{{grace - time.Second, decision.DaemonUnknown}, {grace, decision.DaemonAbsent}} {
 		ni := nodeImage("n", tc.age, now, managerCreate)
-		if absent, why := KruiseDaemonFromNodeImage(&ni.ObjectMeta, now, grace); absent != tc.absent {
-			t.Errorf("NodeImage %s old, grace %s: absent %v (%s), want %v", tc.age, grace, absent, why, tc.absent)
+		if state, why := KruiseDaemonFromNodeImage(&ni.ObjectMeta, now, grace); state != tc.state {
+			t.Errorf("NodeImage %s old, grace %s: state %v (%s), want %v", tc.age, grace, state, why, tc.state)
 		}
 	}
 }
@@ -62,22 +63,22 @@ func TestLiveReaderKruiseDaemon(t *testing.T) {
 		return true, nil, apierrors.NewInternalError(errors.New("etcd down"))
 	})
 	for _, tc := range []struct {
-		name   string
-		l      LiveReader
-		node   string
-		absent bool
-		why    string
+		name  string
+		l     LiveReader
+		node  string
+		state decision.DaemonState
+		why   string
 	}{
-		{"no metadata client", LiveReader{}, "no-daemon", false, "not looked up"},
-		{"no NodeImage", LiveReader{Meta: meta}, "gone", false, "no NodeImage"},
-		{"never written", LiveReader{Meta: meta}, "no-daemon", true, "never wrote"},
-		{"written by the daemon", LiveReader{Meta: meta}, "daemon", false, "kruise-daemon wrote"},
-		{"read fails", LiveReader{Meta: failing}, "daemon", false, "could not be read"},
+		{"no metadata client", LiveReader{}, "no-daemon", decision.DaemonUnknown, "not looked up"},
+		{"no NodeImage", LiveReader{Meta: meta}, "gone", decision.DaemonUnknown, "no NodeImage"},
+		{"never written", LiveReader{Meta: meta}, "no-daemon", decision.DaemonAbsent, "never wrote"},
+		{"written by the daemon", LiveReader{Meta: meta}, "daemon", decision.DaemonServes, "kruise-daemon wrote"},
+		{"read fails", LiveReader{Meta: failing}, "daemon", decision.DaemonUnknown, "could not be read"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			absent, why := tc.l.KruiseDaemon(tc.node, now, reconciler.DefaultKruiseDaemonGrace)
-			if absent != tc.absent || !strings.Contains(why, tc.why) {
-				t.Errorf("absent %v (%s), want %v (%q)", absent, why, tc.absent, tc.why)
+			state, why := tc.l.KruiseDaemon(tc.node, now, reconciler.DefaultKruiseDaemonGrace)
+			if state != tc.state || !strings.Contains(why, tc.why) {
+				t.Errorf("state %v (%s), want %v (%q)", state, why, tc.state, tc.why)
 			}
 		})
 	}

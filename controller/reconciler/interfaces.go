@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
 )
 
 // Reader is the controller's view of the cluster: in production, informer caches.
@@ -49,10 +51,11 @@ type Recorder interface {
 // DaemonReader is a Reader that knows, from OpenKruise's own per-node
 // objects, whether a kruise-daemon serves a node (kube/daemons.go).
 type DaemonReader interface {
-	// KruiseDaemon reports whether the node is known to run no kruise-daemon
-	// at now, given how long a daemon may take to show itself (grace), and
-	// how that is known either way (for explain and Warnings).
-	KruiseDaemon(node string, now time.Time, grace time.Duration) (absent bool, why string)
+	// KruiseDaemon reports whether the node is known to run a kruise-daemon,
+	// known to run none, or neither, at now, given how long a daemon may
+	// take to show itself (grace), and how that is known (for explain and
+	// Warnings).
+	KruiseDaemon(node string, now time.Time, grace time.Duration) (decision.DaemonState, string)
 }
 
 // DefaultKruiseDaemonGrace is --kruise-daemon-grace's default. A daemon

@@ -50,9 +50,10 @@ func (r *Reconciler) input(pod *corev1.Pod, now time.Time) (decision.Input, erro
 		in.Node.Found = true
 		in.Node.Virtual = r.cfg.VirtualNodeSelector != nil && r.cfg.VirtualNodeSelector.Matches(labels.Set(nodeLabels))
 		if d, ok := r.read.(DaemonReader); ok && !in.Node.Virtual {
-			in.Node.NoDaemon, in.Node.DaemonWhy = d.KruiseDaemon(pod.Spec.NodeName, now, r.cfg.KruiseDaemonGrace)
+			in.Node.Daemon, in.Node.DaemonWhy = d.KruiseDaemon(pod.Spec.NodeName, now, r.cfg.KruiseDaemonGrace)
 		}
 	}
+	in.CRRAPIGoneSince = r.crrAPIGoneSince(in.CRRAPI, now)
 	if in.CRRAPI {
 		crrs, err := r.read.CRRs(pod)
 		if err != nil {
@@ -89,4 +90,17 @@ func (r *Reconciler) memoryInput(pod *corev1.Pod, mem *podMemory, now time.Time)
 	in.SecondTerminator = mem.second
 	in.KruiseTerminatorSeen = r.kruiseSeen.Load()
 	return in, nil
+}
+
+// crrAPIGoneSince keeps when this reconciler first found the CRR API not
+// served (decision.Input.CRRAPIGoneSince): a process leads once (it exits
+// when it loses the lead), so that is no earlier than the CRD's removal or
+// the start of its lead, whichever came last.
+func (r *Reconciler) crrAPIGoneSince(served bool, now time.Time) time.Time {
+	if served {
+		r.crrAPILost.Store(0)
+		return time.Time{}
+	}
+	r.crrAPILost.CompareAndSwap(0, now.UnixNano())
+	return time.Unix(0, r.crrAPILost.Load())
 }

@@ -76,6 +76,9 @@ type Reconciler struct {
 	// kruiseSeen: OpenKruise's own SidecarTerminator was seen acting on a
 	// pod (second.go).
 	kruiseSeen atomic.Bool
+	// crrAPILost: when this reconciler first found the CRR API not served
+	// since it last found it served (Unix nanoseconds; 0 while served).
+	crrAPILost atomic.Int64
 }
 
 // podMemory is what the reconciler remembers of one pod between syncs. It is
