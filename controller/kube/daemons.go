@@ -38,7 +38,9 @@ import (
 // project's local cluster kruise-daemon runs as a host process, not a pod
 // (e2e/cluster/kruise.go), and a pod-based rule would call every such node
 // daemon-less. A node with no NodeImage, or a cluster without the API, is
-// not known to lack a daemon: the CRR path stays, as before.
+// not known to lack a daemon: the CRR path stays, as before. A node a daemon
+// has served is one where a stop under a CRR may outlive that CRR's CRD
+// (decision's stopsAfterCRD), so it counts for more than "not absent".
 
 // nodeImagesResource is OpenKruise's per-node NodeImage.
 var nodeImagesResource = schema.GroupVersionResource{Group: "apps.kruise.io", Version: "v1beta1", Resource: "nodeimages"}
