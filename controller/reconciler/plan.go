@@ -91,16 +91,3 @@ func (r *Reconciler) memoryInput(pod *corev1.Pod, mem *podMemory, now time.Time)
 	in.KruiseTerminatorSeen = r.kruiseSeen.Load()
 	return in, nil
 }
-
-// crrAPIGoneSince keeps when this reconciler first found the CRR API not
-// served (decision.Input.CRRAPIGoneSince): a process leads once (it exits
-// when it loses the lead), so that is no earlier than the CRD's removal or
-// the start of its lead, whichever came last.
-func (r *Reconciler) crrAPIGoneSince(served bool, now time.Time) time.Time {
-	if served {
-		r.crrAPILost.Store(0)
-		return time.Time{}
-	}
-	r.crrAPILost.CompareAndSwap(0, now.UnixNano())
-	return time.Unix(0, r.crrAPILost.Load())
-}

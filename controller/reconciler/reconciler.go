@@ -339,15 +339,6 @@ func (r *Reconciler) act(ctx context.Context, logger klog.Logger, pod *corev1.Po
 	return false, nil
 }
 
-// crrAPIGone tells a Reader that can look again that the CRR API answered
-// 404: the CRD was removed while the controller ran.
-func (r *Reconciler) crrAPIGone(logger klog.Logger) {
-	if d, ok := r.read.(CRRAPIRediscoverer); ok {
-		logger.Info("The ContainerRecreateRequest API answered 404: looking for it again")
-		d.RediscoverCRRAPI()
-	}
-}
-
 func (r *Reconciler) send(ctx context.Context, pod *corev1.Pod, a decision.Action) error {
 	switch a.Kind {
 	case decision.ActionCreateCRR:

@@ -1,0 +1,29 @@
+package reconciler
+
+import (
+	"time"
+
+	"k8s.io/klog/v2"
+)
+
+// crrAPIGone tells a Reader that can look again that the CRR API answered
+// 404: the CRD was removed while the controller ran.
+func (r *Reconciler) crrAPIGone(logger klog.Logger) {
+	if d, ok := r.read.(CRRAPIRediscoverer); ok {
+		logger.Info("The ContainerRecreateRequest API answered 404: looking for it again")
+		d.RediscoverCRRAPI()
+	}
+}
+
+// crrAPIGoneSince keeps when this reconciler first found the CRR API not
+// served (decision.Input.CRRAPIGoneSince): a process leads once (it exits
+// when it loses the lead), so that is no earlier than the CRD's removal or
+// the start of its lead, whichever came last.
+func (r *Reconciler) crrAPIGoneSince(served bool, now time.Time) time.Time {
+	if served {
+		r.crrAPILost.Store(0)
+		return time.Time{}
+	}
+	r.crrAPILost.CompareAndSwap(0, now.UnixNano())
+	return time.Unix(0, r.crrAPILost.Load())
+}
