@@ -41,14 +41,7 @@ func (w *liveWorld) LiveCRR(_ context.Context, _, name string) (*kruisev1alpha1.
 func TestADeletedStageCRRIsNotMadeAgain(t *testing.T) {
 	pod := shipperPod().Build()
 	f := newFixture(pod)
-	st1, st2 := decision.StageCRRName(pod, 1, 1), decision.StageCRRName(pod, 2, 1)
-	f.w.crrs = []*kruisev1alpha1.ContainerRecreateRequest{stageCRR(st1, 1, "fluent-bit")}
-	f.w.answers["crr "+st2] = []error{apierrors.NewInternalError(context.DeadlineExceeded)}
-	f.clock.SetTime(podtest.Epoch.Add(10*time.Second + 40*time.Second))
-	f.sync(t)
-	if got, want := strings.Join(f.w.sent, ","), "delete "+st1+",crr "+st2; got != want {
-		t.Fatalf("first sync: writes %s, want %s", got, want)
-	}
+	st1, st2 := stageTwoRefused(t, f)
 	// The cache drops the deleted CRR; the pod is as it was.
 	f.w.crrs, f.w.sent = nil, nil
 	f.clock.Step(decision.DefaultPolicy().RetryBackoff)
