@@ -11,12 +11,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
+
+	"github.com/sidecar-terminator/sidecar-terminator/controller/kube"
 )
 
 // The event sink's writes go in protobuf, and ask for protobuf back: the
-// events client's legacy create method would otherwise speak JSON.
+// events client's legacy create method, and a REST client of the shared
+// configuration, would otherwise speak JSON.
 func TestEventsAreWrittenInProtobuf(t *testing.T) {
 	var mu sync.Mutex
 	var contentType, accept string
@@ -34,7 +36,7 @@ func TestEventsAreWrittenInProtobuf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sink := &typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")}
+	sink := kube.EventSink{Client: client.CoreV1().RESTClient()}
 	_, _ = sink.Create(&corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "e"}, Reason: "r"})
 	mu.Lock()
 	defer mu.Unlock()

@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -132,7 +131,7 @@ func Run(ctx context.Context, o *Options) error {
 		return err
 	}
 	// Not tied to ctx: on shutdown the queued events are still written.
-	recorder := newEvents(&typedcorev1.EventSinkImpl{Interface: eventsClient.CoreV1().Events("")}, scheme.Scheme,
+	recorder := newEvents(kube.EventSink{Client: eventsClient.CoreV1().RESTClient()}, scheme.Scheme,
 		corev1.EventSource{Component: eventSource}, eventShards)
 	defer recorder.shutdown(5 * time.Second)
 

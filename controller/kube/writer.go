@@ -44,7 +44,13 @@ func (w Writer) CreateCRR(ctx context.Context, crr *kruisev1alpha1.ContainerRecr
 		}
 	}
 	crrs := w.Kruise.AppsV1alpha1().ContainerRecreateRequests(crr.Namespace)
-	_, err := crrs.Create(ctx, crr, metav1.CreateOptions{FieldManager: FieldManager})
+	opts := metav1.CreateOptions{FieldManager: FieldManager}
+	var err error
+	if rc := restClient(w.Kruise.AppsV1alpha1().RESTClient()); rc != nil {
+		err = createCRR(ctx, rc, crr, opts)
+	} else {
+		_, err = crrs.Create(ctx, crr, opts)
+	}
 	if !apierrors.IsAlreadyExists(err) {
 		return err
 	}
@@ -73,12 +79,24 @@ func (w Writer) DeleteCRR(ctx context.Context, namespace, name string) error {
 }
 
 func (w Writer) PatchPod(ctx context.Context, namespace, name string, patch []byte) error {
-	_, err := w.Client.CoreV1().Pods(namespace).Patch(ctx, name, types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
-	return err
+	return w.patchPod(ctx, namespace, name, types.JSONPatchType, patch, "")
 }
 
 func (w Writer) PatchPodStatus(ctx context.Context, namespace, name string, patch []byte) error {
-	_, err := w.Client.CoreV1().Pods(namespace).Patch(ctx, name, types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: FieldManager}, "status")
+	return w.patchPod(ctx, namespace, name, types.JSONPatchType, patch, "status")
+}
+
+// patchPod sends a pod patch without decoding the answer (replyless.go).
+func (w Writer) patchPod(ctx context.Context, namespace, name string, pt types.PatchType, patch []byte, subresource string) error {
+	opts := metav1.PatchOptions{FieldManager: FieldManager}
+	if rc := restClient(w.Client.CoreV1().RESTClient()); rc != nil {
+		return patchPod(ctx, rc, namespace, name, pt, patch, opts, subresource)
+	}
+	var sub []string
+	if subresource != "" {
+		sub = []string{subresource}
+	}
+	_, err := w.Client.CoreV1().Pods(namespace).Patch(ctx, name, pt, patch, opts, sub...)
 	return err
 }
 
@@ -91,8 +109,7 @@ func (w Writer) AnnotatePod(ctx context.Context, namespace, name string, uid typ
 	if err != nil {
 		return err
 	}
-	_, err = w.Client.CoreV1().Pods(namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
-	return err
+	return w.patchPod(ctx, namespace, name, types.MergePatchType, patch, "")
 }
 
 // LivePod implements reconciler.LiveChecker. The pod is trimmed as the
