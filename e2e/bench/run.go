@@ -310,8 +310,9 @@ func (w *world) yardstickRound(ctx context.Context, rep *Report, round *Round, r
 }
 
 // clearRun deletes a burst's pods, every CRR and every event, so that each
-// burst meets the same cluster: 50,000 background pods and the idle Jobs. Nothing runs
-// the pods, so they go at once (grace 0), and no garbage collector runs.
+// burst meets the same cluster: 50,000 background pods and the idle Jobs.
+// Nothing runs the pods, so they go at once (grace 0), and no garbage
+// collector runs.
 func (w *world) clearRun(ctx context.Context, run string) error {
 	zero := int64(0)
 	if err := w.kube.CoreV1().Pods(Namespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero},
