@@ -16,11 +16,49 @@ import (
 // Versions of everything the harness builds. The staging modules of
 // Kubernetes v1.N.P are published as v0.N.P.
 const (
-	KubernetesVersion = "v1.35.4"
-	StagingVersion    = "v0.35.4"
-	EtcdVersion       = "v3.6.16"
-	KruiseVersion     = "v1.9.1"
+	EtcdVersion   = "v3.6.16"
+	KruiseVersion = "v1.9.1"
 )
+
+// The Kubernetes the local cluster runs: the newest supported release by
+// default; SIDECAR_TERMINATOR_KUBERNETES picks another supported minor
+// ("1.35", "1.36", "1.37", or the full "v1.36.3"). Each is a patch release
+// the Go module proxy serves; the real-node suite runs on each of them
+// (make e2e-versions).
+var (
+	KubernetesVersion = kubernetesVersion(os.Getenv(KubernetesVersionEnv))
+	StagingVersion    = "v0" + strings.TrimPrefix(KubernetesVersion, "v1")
+)
+
+// KubernetesVersionEnv names the environment variable that picks the
+// local cluster's Kubernetes.
+const KubernetesVersionEnv = "SIDECAR_TERMINATOR_KUBERNETES"
+
+// SupportedKubernetes maps each minor upstream supports to the patch release
+// the harness builds, oldest first; the last is the default.
+var SupportedKubernetes = []string{"v1.35.4", "v1.36.3", "v1.37.2"}
+
+// kubernetesVersion resolves the variable's value: empty is the newest
+// supported release; a minor ("1.36" or "v1.36") is its pinned patch; a full
+// version is taken as it is. Anything else panics: a harness built for the
+// wrong Kubernetes is worse than one that does not start.
+func kubernetesVersion(v string) string {
+	if v == "" {
+		return SupportedKubernetes[len(SupportedKubernetes)-1]
+	}
+	if !strings.HasPrefix(v, "v") {
+		v = "v" + v
+	}
+	for _, s := range SupportedKubernetes {
+		if s == v || strings.HasPrefix(s, v+".") {
+			return s
+		}
+	}
+	if strings.Count(v, ".") == 2 && strings.HasPrefix(v, "v1.") {
+		return v
+	}
+	panic(fmt.Sprintf("%s=%q: want one of %v, a minor of them, or a full v1.N.P", KubernetesVersionEnv, v, SupportedKubernetes))
+}
 
 // Kubernetes component names, as both the binary file name and the cmd dir.
 const (
