@@ -71,3 +71,52 @@ func TestCRRStatesOrderAndDefaultDeadline(t *testing.T) {
 		t.Errorf("meaning %q, want the kill in progress within the pod's deadline", got[0].Meaning)
 	}
 }
+
+// A CRR that names no container has stopped nothing: explain shows it as
+// kruise-daemon's work in progress, not as a kill done.
+func TestCRRWithoutContainersHasNotStoppedAnything(t *testing.T) {
+	pod := podtest.Pod("p").UID("u").Node("n").Container("main", podtest.Exited(0, podtest.Epoch)).
+		Container("log", markCRR, podtest.Running()).Build()
+	got := CRRStates(Input{Pod: pod, Now: podtest.Epoch.Add(time.Second), Policy: DefaultPolicy(),
+		CRRs: []CRR{{Name: "empty", Attempt: 1, Phase: "Recreating", Created: podtest.Epoch, Deadline: time.Minute}}})
+	if len(got) != 1 || !strings.Contains(got[0].Meaning, "kruise-daemon is stopping its containers") {
+		t.Errorf("states %+v, want the stop in progress", got)
+	}
+}
+
+// explain's stop-order lines: "Waiting" only while later stages wait,
+// "Held up" only when a stage ran past its bound, naming those sidecars;
+// the CRR table does not cut off what follows it (the second terminator).
+func TestExplainStopOrderLinesOnlyWhenTheyApply(t *testing.T) {
+	stage := func(next, heldUp []string) Plan {
+		return Plan{Verdict: VerdictInProgress, Stage: &StageStatus{Order: []string{"a", "b"}, Stage: 2, Last: 2,
+			Stopping: []string{"b"}, Next: next, HeldUp: heldUp}}
+	}
+	for _, tc := range []struct {
+		name   string
+		plan   Plan
+		want   []string
+		absent []string
+	}{
+		{"last stage, nothing held up", stage(nil, nil), nil, []string{"Waiting:", "Held up:"}},
+		{"a stage waits, one held up", stage([]string{"c"}, []string{"a"}), []string{"Waiting:  [c] wait for [b]", "Held up:  [a] ran past"}, nil},
+		{"second terminator after the CRRs", Plan{Verdict: VerdictInProgress,
+			CRRs:             []CRRState{{Name: "p-u-st1", Attempt: 1, Phase: "Pending", Containers: []string{"log=-"}, Meaning: "waits"}},
+			SecondTerminator: &SecondTerminator{CRR: "kruise-crr", Containers: []string{"log"}}},
+			[]string{"p-u-st1", "Second terminator:", "kruise-crr"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := explain(t, tc.plan)
+			for _, w := range tc.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("no %q in:\n%s", w, out)
+				}
+			}
+			for _, a := range tc.absent {
+				if strings.Contains(out, a) {
+					t.Errorf("%q in:\n%s", a, out)
+				}
+			}
+		})
+	}
+}

@@ -244,3 +244,39 @@ func TestDecideSwapFollowThrough(t *testing.T) {
 		})
 	}
 }
+
+// A refusal names its status for a person: the HTTP code with its reason
+// when the server gave one, the code alone when not, "no answer" without
+// one.
+func TestARefusalIsDescribedByItsCodeAndReason(t *testing.T) {
+	for _, tc := range []struct {
+		r    Refusal
+		want string
+	}{
+		{Refusal{Code: 403, Reason: "Forbidden", Message: "denied"}, "HTTP 403 Forbidden: denied"},
+		{Refusal{Code: 500, Message: "boom"}, "HTTP 500: boom"},
+		{Refusal{Message: "timeout"}, "no answer: timeout"},
+	} {
+		if got := tc.r.Describe(); got != tc.want {
+			t.Errorf("Describe() = %q, want %q", got, tc.want)
+		}
+	}
+}
+
+// A refused write whose backoff ends exactly now is sent now: the settle
+// (ignore-exit-code sidecar) and the swap alike, with no extra recheck.
+func TestARefusedWriteIsSentAgainWhenItsBackoffEnds(t *testing.T) {
+	backoff := DefaultPolicy().RetryBackoff
+	settle := podtest.Pod("p").Container("main", exited(0)).Container("log", markCRR, ignoreRC).Build()
+	p := Decide(Input{Pod: settle, Node: normal, CRRAPI: true, Now: now, Policy: DefaultPolicy(),
+		Refusals: []Refusal{{Kind: ActionSettlePhase, Containers: []string{"log"}, Code: 500, Count: 1, At: now.Add(-backoff)}}})
+	if len(p.Actions) != 1 || p.Actions[0].Kind != ActionSettlePhase {
+		t.Errorf("settle at the end of its backoff: actions %+v (%s), want the settle", p.Actions, p.Reason)
+	}
+	swap := podtest.Pod("p").Container("main", exited(0)).Container("log", markImage, podtest.Running()).Build()
+	p = Decide(Input{Pod: swap, Node: virtual, CRRAPI: true, Now: now, Policy: DefaultPolicy(),
+		Refusals: []Refusal{{Kind: ActionSwapImage, Containers: []string{"log"}, Code: 500, Count: 1, At: now.Add(-backoff)}}})
+	if len(p.Actions) != 1 || p.Actions[0].Kind != ActionSwapImage || p.RequeueAfter != 0 {
+		t.Errorf("swap at the end of its backoff: actions %+v, requeue %s; want the swap and no recheck", p.Actions, p.RequeueAfter)
+	}
+}

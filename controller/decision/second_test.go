@@ -147,3 +147,35 @@ func TestAwaitsSecondTerminatorOnlyDuringTheWait(t *testing.T) {
 		}
 	}
 }
+
+// The second terminator's Warning is added to a plan that did not need it,
+// once: not again to a plan that has it, and not without a terminator or a
+// pod. explain says "(none yet)" for its CRR's phase before kruise sets one.
+func TestWithSecondTerminatorWarnsOnce(t *testing.T) {
+	pod := podtest.Pod("p").Container("main", exited(0)).Container("log", markCRR, exited(0)).Build()
+	st := &SecondTerminator{CRR: "kruise-crr", Containers: []string{"log"}}
+	count := func(p Plan) int {
+		n := 0
+		for _, pr := range p.Problems {
+			if pr.Reason == ReasonSecondTerminator {
+				n++
+			}
+		}
+		return n
+	}
+	base := Plan{Verdict: VerdictDone, Problems: []Problem{{Reason: ReasonUnknownSidecarName, Message: "other"}}}
+	once := WithSecondTerminator(base, Input{Pod: pod, SecondTerminator: st})
+	if count(once) != 1 || len(once.Problems) != 2 {
+		t.Errorf("problems %+v, want the other one and one %s", once.Problems, ReasonSecondTerminator)
+	}
+	if twice := WithSecondTerminator(once, Input{Pod: pod, SecondTerminator: st}); count(twice) != 1 {
+		t.Errorf("applied twice: %d Warnings", count(twice))
+	}
+	if count(WithSecondTerminator(base, Input{Pod: pod})) != 0 || count(WithSecondTerminator(base, Input{SecondTerminator: st})) != 0 {
+		t.Errorf("a Warning without a terminator or without a pod")
+	}
+	once.SecondTerminator = st
+	if out := explain(t, once); !strings.Contains(out, "(phase (none yet))") {
+		t.Errorf("explain without a phase:\n%s", out)
+	}
+}

@@ -369,3 +369,178 @@ func TestExplainShowsTheStage(t *testing.T) {
 		}
 	}
 }
+
+// Stop order "fluent-bit": the sidecars it does not name (istio-proxy) are
+// stage 0, fluent-bit stage 1. fluent-bit has stopped; istio-proxy still
+// runs.
+func orderedProxyRunning() *corev1.Pod {
+	return ordered("fluent-bit").Container("fluent-bit", markCRR, podtest.Exited(137, exitAt.Add(20*time.Second))).
+		Container("istio-proxy", markCRR, podtest.Running()).Build()
+}
+
+// Once stage 1 was issued (its CRR exists), a stage-0 sidecar that still
+// runs is stopped with the current stage: the order never goes back to
+// stage 0, whose CRR would then be made beside stage 1's.
+func TestALateStageZeroSidecarDoesNotSendTheOrderBack(t *testing.T) {
+	p := Decide(Input{Pod: orderedProxyRunning(), Node: normal, CRRAPI: true, Now: exitAt.Add(30 * time.Second), Policy: DefaultPolicy(),
+		CRRs: []CRR{crrOfStage(1, 1, "Recreating", exitAt.Add(10*time.Second), "fluent-bit")}})
+	if p.Stage == nil || p.Stage.Stage != 1 {
+		t.Fatalf("stage %+v, want stage 1 to stay the current one", p.Stage)
+	}
+	for _, a := range p.Actions {
+		if a.Kind == ActionCreateCRR && a.Stage == 0 {
+			t.Errorf("a stage-0 CRR %+v beside stage 1's", a)
+		}
+	}
+}
+
+// The only sidecar still running is of the last stage that was issued: its
+// kill follows it through; no later stage waits, so nothing is "held up".
+func TestTheLastRunningStageIsNotHeldUp(t *testing.T) {
+	p := Decide(Input{Pod: orderedProxyRunning(), Node: normal, CRRAPI: true, Now: exitAt.Add(5 * time.Minute), Policy: DefaultPolicy(),
+		CRRs: []CRR{crrOfStage(0, 1, "Recreating", exitAt.Add(time.Second), "istio-proxy")}})
+	if p.Stage == nil || p.Stage.Stage != 0 || len(p.Stage.HeldUp) != 0 || !p.Stage.Until.IsZero() {
+		t.Fatalf("stage %+v, want stage 0, nothing held up, no bound", p.Stage)
+	}
+	for _, pr := range p.Problems {
+		if pr.Reason == ReasonStopOrderHeldUp {
+			t.Errorf("%s: %s", pr.Reason, pr.Message)
+		}
+	}
+}
+
+// The plan's reason names the stop order's wait only while later stages
+// wait: not for the last stage.
+func TestStopOrderReasonOnlyWhileLaterStagesWait(t *testing.T) {
+	first := ordered("fluent-bit").Container("fluent-bit", markCRR, podtest.Running()).Container("istio-proxy", markCRR, podtest.Running()).Build()
+	p := Decide(Input{Pod: first, Node: normal, CRRAPI: true, Now: exitAt.Add(time.Second), Policy: DefaultPolicy()})
+	if !strings.Contains(p.Reason, "stop order: stage 0 of 1, [fluent-bit] wait for [istio-proxy]") {
+		t.Errorf("first stage's reason %q, want the wait named", p.Reason)
+	}
+	last := Decide(Input{Pod: orderedProxyRunning(), Node: normal, CRRAPI: true, Now: exitAt.Add(5 * time.Minute), Policy: DefaultPolicy(),
+		CRRs: []CRR{crrOfStage(0, 1, "Recreating", exitAt.Add(time.Second), "istio-proxy")}})
+	if strings.Contains(last.Reason, "stop order:") {
+		t.Errorf("last stage's reason %q names a wait", last.Reason)
+	}
+}
+
+// A refused swap of the current stage's sidecar is waited out within a stop
+// order as without one: the swap is not sent again before its backoff.
+func TestARefusedSwapInAStopOrderWaitsItsBackoff(t *testing.T) {
+	pod := ordered("fluent-bit").Container("fluent-bit", markImage, podtest.Running()).Container("istio-proxy", markImage, podtest.Running()).Build()
+	now := exitAt.Add(10 * time.Second)
+	p := Decide(Input{Pod: pod, Node: virtual, CRRAPI: true, Now: now, Policy: DefaultPolicy(),
+		Refusals: []Refusal{{Kind: ActionSwapImage, Containers: []string{"istio-proxy"}, Code: 500, Count: 1, At: now.Add(-time.Second)}}})
+	for _, a := range p.Actions {
+		if a.Kind == ActionSwapImage {
+			t.Errorf("swap %+v sent again within its backoff", a)
+		}
+	}
+	if p.RequeueAfter <= 0 || p.RequeueAfter > DefaultPolicy().RetryBackoff {
+		t.Errorf("requeue %s, want the rest of the backoff", p.RequeueAfter)
+	}
+}
+
+// A stage's retry (its first CRR past the deadline, still Recreating) does
+// not delete the stage's own first CRR: only earlier stages' CRRs are
+// cleared before a stage's CRR.
+func TestAStagesRetryDoesNotDeleteItsOwnCRR(t *testing.T) {
+	pod := ordered("fluent-bit").Container("fluent-bit", markCRR, podtest.Running()).Container("istio-proxy", markCRR, podtest.Exited(137, exitAt.Add(5*time.Second))).Build()
+	crr := crrOfStage(1, 1, "Recreating", exitAt.Add(10*time.Second), "fluent-bit")
+	crr.Deadline = time.Minute
+	st0 := crrOfStage(0, 1, "Completed", exitAt.Add(time.Second), "istio-proxy")
+	st0.Completed = exitAt.Add(6 * time.Second)
+	p := Decide(Input{Pod: pod, Node: normal, CRRAPI: true, Now: exitAt.Add(10*time.Second + 3*time.Minute), Policy: DefaultPolicy(),
+		CRRs: []CRR{st0, crr}})
+	retry := false
+	for _, a := range p.Actions {
+		if a.Kind == ActionDeleteCRR {
+			t.Errorf("delete %+v before the stage's retry", a)
+		}
+		retry = retry || (a.Kind == ActionCreateCRR && a.Stage == 1 && a.Attempt == 2)
+	}
+	if !retry {
+		t.Fatalf("actions %+v, want stage 1's second attempt", p.Actions)
+	}
+}
+
+// A refused CRR of an earlier stage is no refusal of this stage's: stage 0's
+// CRR for istio-proxy was refused a second ago (istio-proxy has stopped
+// since), and stage 1's first CRR is made now, not after that backoff.
+func TestAnEarlierStagesRefusedCRRDoesNotHoldTheNextStage(t *testing.T) {
+	pod := ordered("fluent-bit").Container("fluent-bit", markCRR, podtest.Running()).
+		Container("istio-proxy", markCRR, podtest.Exited(137, exitAt.Add(5*time.Second))).Build()
+	now := exitAt.Add(10 * time.Second)
+	p := Decide(Input{Pod: pod, Node: normal, CRRAPI: true, Now: now, Policy: DefaultPolicy(),
+		Refusals: []Refusal{{Kind: ActionCreateCRR, Containers: []string{"istio-proxy"}, Attempt: 1, Code: 500, Count: 1, At: now.Add(-time.Second)}}})
+	if len(p.Actions) != 1 || p.Actions[0].Kind != ActionCreateCRR || p.Actions[0].Stage != 1 || p.Actions[0].Attempt != 1 {
+		t.Errorf("actions %+v (%s), want stage 1's first CRR now", p.Actions, p.Reason)
+	}
+}
+
+// A stop-stage mark that cannot be read (its time is not a time) reads as
+// none: no stage counts as issued, and the order starts at stage 0.
+func TestAnUnreadableStageMarkIsNone(t *testing.T) {
+	pod := ordered("fluent-bit").Annotate(AnnotationStopStage, "1 not-a-time").
+		Container("fluent-bit", markCRR, podtest.Running()).Container("istio-proxy", markCRR, podtest.Running()).Build()
+	p := Decide(Input{Pod: pod, Node: normal, CRRAPI: true, Now: exitAt.Add(time.Second), Policy: DefaultPolicy()})
+	if p.Stage == nil || p.Stage.Stage != 0 || len(p.Actions) != 1 || strings.Join(p.Actions[0].Containers, ",") != "istio-proxy" {
+		t.Errorf("stage %+v, actions %+v; want stage 0 stopping istio-proxy only", p.Stage, p.Actions)
+	}
+}
+
+// Stage 2's first CRR waits behind stage 1's CRR, still in flight, whose
+// deletion was refused: a first attempt has no failed attempt to record.
+func TestAFirstStageCRRThatWaitsRecordsNoAttempt(t *testing.T) {
+	pod := ordered("fluent-bit,istio-proxy").Container("fluent-bit", markCRR, podtest.Exited(137, exitAt.Add(5*time.Second))).
+		Container("istio-proxy", markCRR, podtest.Running()).Build()
+	st1 := crrOfStage(1, 1, "Recreating", exitAt.Add(time.Second), "fluent-bit")
+	st1.Deadline = 10 * time.Minute
+	now := exitAt.Add(20 * time.Second)
+	p := Decide(Input{Pod: pod, Node: normal, CRRAPI: true, Now: now, Policy: DefaultPolicy(), CRRs: []CRR{st1},
+		Refusals: []Refusal{deleteRefused(1, now.Add(-time.Second))}})
+	if len(p.Actions) != 0 || p.Stage == nil || p.Stage.Stage != 2 || !strings.Contains(p.Reason, "waits") {
+		t.Fatalf("stage %+v, actions %+v, reason %q; want stage 2's CRR waiting", p.Stage, p.Actions, p.Reason)
+	}
+	if p.RecordAttempts != "" {
+		t.Errorf("records attempts %q for a first attempt", p.RecordAttempts)
+	}
+}
+
+// Stage 2's first CRR failed (istio-proxy still runs after it completed)
+// and its retry waits behind an earlier stage's CRR in flight whose
+// deletion was refused: the failed attempt is recorded now, as kill does for
+// a retry that waits its backoff, so kruise deleting that CRR cannot reset
+// the count.
+func TestAStageRetryThatWaitsRecordsTheFailedAttempt(t *testing.T) {
+	pod := ordered("fluent-bit,istio-proxy").Container("fluent-bit", markCRR, podtest.Exited(137, exitAt.Add(5*time.Second))).
+		Container("istio-proxy", markCRR, podtest.Running()).Build()
+	st1 := crrOfStage(1, 1, "Recreating", exitAt.Add(time.Second), "fluent-bit")
+	st1.Deadline = 10 * time.Minute
+	st2 := crrOfStage(2, 1, "Completed", exitAt.Add(6*time.Second), "istio-proxy")
+	st2.Completed = exitAt.Add(8 * time.Second)
+	now := exitAt.Add(time.Minute)
+	p := Decide(Input{Pod: pod, Node: normal, CRRAPI: true, Now: now, Policy: DefaultPolicy(), CRRs: []CRR{st1, st2},
+		Refusals: []Refusal{deleteRefused(1, now.Add(-time.Second))}})
+	if len(p.Actions) != 0 || p.RecordAttempts != AttemptsMark(2, 1) {
+		t.Errorf("actions %+v, records %q (%s); want the retry waiting and attempt 1 of stage 2 recorded", p.Actions, p.RecordAttempts, p.Reason)
+	}
+}
+
+// Stage 1's sidecar was held up past its bound, so stage 2 was stopped
+// beside it; it terminated 20 s after stage 2's CRR was made. Stage 2's
+// bound counts from then, not from its CRR: stage 2 still holds stage 3 up
+// 45 s after its CRR (bound 40 s), until 60 s after it.
+func TestAStagesBoundCountsFromTheEarlierStagesLateFinish(t *testing.T) {
+	issued := exitAt.Add(50 * time.Second)
+	pod := ordered("a,b,c").Container("a", markCRR, podtest.Exited(137, issued.Add(20*time.Second))).
+		Container("b", markCRR, podtest.Running()).Container("c", markCRR, podtest.Running()).Build()
+	st1 := crrOfStage(1, 1, "Completed", exitAt.Add(time.Second), "a")
+	st1.Completed = exitAt.Add(61 * time.Second)
+	st2 := crrOfStage(2, 1, "Recreating", issued, "b")
+	st2.Deadline = 10 * time.Minute
+	p := Decide(Input{Pod: pod, Node: normal, CRRAPI: true, Now: issued.Add(45 * time.Second), Policy: DefaultPolicy(), CRRs: []CRR{st1, st2}})
+	if p.Stage == nil || p.Stage.Stage != 2 || len(p.Stage.HeldUp) != 0 || !p.Stage.Until.Equal(issued.Add(60*time.Second)) {
+		t.Errorf("stage %+v, want stage 2 holding stage 3 up until %s", p.Stage, issued.Add(60*time.Second))
+	}
+}

@@ -6,7 +6,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	fakediscovery "k8s.io/client-go/discovery/fake"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
 	"github.com/sidecar-terminator/sidecar-terminator/controller/podtest"
@@ -130,6 +135,54 @@ func TestSyncAppliesTheConfiguredDaemonGrace(t *testing.T) {
 			}
 			if strings.Join(got, ",") != tc.writes {
 				t.Fatalf("writes %v, want %q", got, tc.writes)
+			}
+		})
+	}
+}
+
+// The grace is inclusive: a NodeImage exactly as old as the grace, never
+// written by kruise-daemon, says the node has no daemon.
+func TestKruiseDaemonAbsentAtExactlyTheGrace(t *testing.T) {
+	now := podtest.Epoch
+	grace := 20 * time.Second
+	for _, tc := range []struct {
+		age   time.Duration
+		state decision.DaemonState
+	}{{grace - time.Second, decision.DaemonUnknown}, {grace, decision.DaemonAbsent}} {
+		ni := nodeImage("n", tc.age, now, managerCreate)
+		if state, why := KruiseDaemonFromNodeImage(&ni.ObjectMeta, now, grace); state != tc.state {
+			t.Errorf("NodeImage %s old, grace %s: state %v (%s), want %v", tc.age, grace, state, why, tc.state)
+		}
+	}
+}
+
+// NodeImages are watched only where apps.kruise.io/v1beta1 serves them:
+// the group version missing or serving other resources is "no", and a
+// discovery that fails is an error, not a "no".
+func TestNodeImagesAreWatchedOnlyWhereServed(t *testing.T) {
+	gv := nodeImagesResource.GroupVersion().String()
+	for _, tc := range []struct {
+		name      string
+		resources []*metav1.APIResourceList
+		fail      bool
+		served    bool
+	}{
+		{"served", []*metav1.APIResourceList{{GroupVersion: gv, APIResources: []metav1.APIResource{{Name: "imagepulljobs"}, {Name: "nodeimages"}}}}, false, true},
+		{"other resources only", []*metav1.APIResourceList{{GroupVersion: gv, APIResources: []metav1.APIResource{{Name: "imagepulljobs"}}}}, false, false},
+		{"group version not served", nil, false, false},
+		{"discovery fails", nil, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := fake.NewClientset().Discovery().(*fakediscovery.FakeDiscovery)
+			d.Resources = tc.resources
+			if tc.fail {
+				d.PrependReactor("get", "resource", func(k8stesting.Action) (bool, runtime.Object, error) {
+					return true, nil, apierrors.NewServiceUnavailable("aggregator down")
+				})
+			}
+			served, err := NodeImagesServed(d)
+			if served != tc.served || (err != nil) != tc.fail {
+				t.Errorf("NodeImagesServed = %v, %v; want %v, error %v", served, err, tc.served, tc.fail)
 			}
 		})
 	}

@@ -2,6 +2,7 @@ package reconciler_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
 	"github.com/sidecar-terminator/sidecar-terminator/controller/podtest"
@@ -131,5 +133,81 @@ func TestATimedOutCreateThatWasAppliedCountsAsMade(t *testing.T) {
 	f.sync(t)
 	if got, want := strings.Join(w.sent, ","), "crr "+name; got != want {
 		t.Fatalf("writes %s, want %s", got, want)
+	}
+}
+
+// countingReader counts the CRR lists it is asked for: behind `explain` the
+// Reader is the API server (kube.LiveReader), where each is a request.
+type countingReader struct {
+	*apiFake
+	lists int
+}
+
+func (r *countingReader) CRRs(pod *corev1.Pod) ([]*kruisev1alpha1.ContainerRecreateRequest, error) {
+	r.lists++
+	return r.apiFake.CRRs(pod)
+}
+
+// A plan for a pod the reconciler remembers no CRR of lists the pod's CRRs
+// once: the remembered ones are merged in only when there are some.
+func TestAPlanWithNothingRememberedListsCRRsOnce(t *testing.T) {
+	pod := donePod("p", "normal", markCRR)
+	a, _, _ := newAPI(t, pod)
+	a.crrs = append(a.crrs, inFlightCRR(pod, "log", 600))
+	a.catchUp()
+	r := &countingReader{apiFake: a}
+	rec := reconciler.New(reconciler.DefaultConfig(), r, a, a, nil, a.clock)
+	plan, err := rec.ExplainPlan(a.cachedPods["p"], a.clock.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.lists != 1 || len(plan.CRRs) != 1 {
+		t.Errorf("%d CRR lists, %d CRRs in the plan; want 1 and 1", r.lists, len(plan.CRRs))
+	}
+}
+
+// Stage 1's CRR was deleted by this controller and stage 2's refused; the
+// cache no longer shows stage 1's. Before stage 2's is retried, stage 1's is
+// read live (another replica may have made it again); when that read fails,
+// stage 2's is not made blind: the sync fails and the queue tries again.
+func TestAStageCRRIsNotRetriedWhenTheReadOfTheDeletedEarlierStageFails(t *testing.T) {
+	pod := shipperPod().Build()
+	w := &failingLiveWorld{world: &world{pod: pod, crrAPI: true, answers: map[string][]error{}}}
+	f := newFixtureWriting(w.world, w)
+	st1, _ := stageTwoRefused(t, f)
+	w.crrs, w.sent, w.reads = nil, nil, nil
+	w.err = apierrors.NewInternalError(errors.New("etcd timeout"))
+	f.clock.Step(decision.DefaultPolicy().RetryBackoff)
+	_, err := f.rec.Sync(context.Background(), cache.ObjectName{Namespace: pod.Namespace, Name: pod.Name})
+	if err == nil || !apierrors.IsInternalError(err) {
+		t.Errorf("Sync error = %v, want the failed read's", err)
+	}
+	if len(w.sent) != 0 || strings.Join(w.reads, ",") != st1 {
+		t.Fatalf("writes %v, live reads %v; want no write after one failed read of %s", w.sent, w.reads, st1)
+	}
+}
+
+// A deleted earlier stage's CRR that the cache no longer shows is read live
+// before the next stage's CRR is retried, even while the cache shows another
+// CRR of the pod: "shown" is about that very name.
+func TestADeletedStageCRRIsReadLiveBesideAnotherCachedCRR(t *testing.T) {
+	pod := shipperPod().Build()
+	w := &failingLiveWorld{world: &world{pod: pod, crrAPI: true, answers: map[string][]error{}}}
+	f := newFixtureWriting(w.world, w)
+	st1, st2 := stageTwoRefused(t, f)
+	// The cache drops the deleted CRR and shows another of stage 1, made
+	// since under another name (a second attempt), completed.
+	other := stageCRR(decision.StageCRRName(pod, 1, 2), 1, "fluent-bit")
+	other.Labels[reconciler.LabelAttempt] = "2"
+	other.Status.Phase = kruisev1alpha1.ContainerRecreateRequestCompleted
+	w.crrs = []*kruisev1alpha1.ContainerRecreateRequest{other}
+	w.sent = nil
+	f.clock.Step(decision.DefaultPolicy().RetryBackoff)
+	f.sync(t)
+	if strings.Join(w.reads, ",") != st1 {
+		t.Errorf("live reads %v; want one of %s, which the cache does not show", w.reads, st1)
+	}
+	if got, want := strings.Join(w.sent, ","), "crr "+st2; got != want {
+		t.Errorf("after the backoff: writes %s, want %s (%s is not found live)", got, want, st1)
 	}
 }

@@ -229,3 +229,57 @@ func TestCRRUpdateMatters(t *testing.T) {
 		})
 	}
 }
+
+// An update between two versions the decision ignores outright (here both
+// finished) is dropped only when they are the same pod: a pod replaced by
+// another of the same name matters (the sync forgets the old one), even when
+// neither is eligible.
+func TestPodUpdateBetweenIgnoredVersionsMattersOnlyForAnotherPod(t *testing.T) {
+	old := podtest.Pod("p").UID("uid-1").Phase(corev1.PodSucceeded).Container("main", exitedAt).Container("log", markCRR).Build()
+	for _, tc := range []struct {
+		name    string
+		change  func(p *corev1.Pod)
+		matters bool
+	}{
+		{"the same pod, annotated", func(p *corev1.Pod) { p.Annotations = map[string]string{"x": "y"} }, false},
+		{"another pod of the same name", func(p *corev1.Pod) { p.UID = "uid-2" }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			new := old.DeepCopy()
+			tc.change(new)
+			if decision.Eligible(old) || decision.Eligible(new) {
+				t.Fatal("want two versions the decision ignores")
+			}
+			if got := reconciler.PodUpdateMatters(old, new); got != tc.matters {
+				t.Errorf("PodUpdateMatters = %v, want %v", got, tc.matters)
+			}
+		})
+	}
+}
+
+// A pod add or a CRR event queues the pod only when the decision does not
+// ignore it outright; an add of nothing (a tombstone) always does, a CRR
+// event for a pod not in the cache never.
+func TestAddsAndCRREventsQueueOnlyPodsTheDecisionMayActOn(t *testing.T) {
+	eligible := donePod("p", "normal", markCRR)
+	finished := podtest.Pod("p").Phase(corev1.PodSucceeded).Container("main", exitedAt).Container("log", markCRR, exitedAt).Build()
+	if decision.Eligible(finished) || !decision.Eligible(eligible) {
+		t.Fatal("want one pod the decision ignores and one it does not")
+	}
+	for _, tc := range []struct {
+		name     string
+		pod      *corev1.Pod
+		add, crr bool
+	}{
+		{"nil", nil, true, false},
+		{"eligible", eligible, true, true},
+		{"finished", finished, false, false},
+	} {
+		if got := reconciler.PodAddMatters(tc.pod); got != tc.add {
+			t.Errorf("%s: PodAddMatters = %v, want %v", tc.name, got, tc.add)
+		}
+		if got := reconciler.CRREventMatters(tc.pod); got != tc.crr {
+			t.Errorf("%s: CRREventMatters = %v, want %v", tc.name, got, tc.crr)
+		}
+	}
+}

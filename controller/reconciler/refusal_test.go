@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -431,5 +432,54 @@ func TestForbiddenJustAfterAnAPIServerRestartIsAskedAgain(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(f.metrics.Actions.WithLabelValues(string(decision.ActionCreateCRR), reconciler.ResultSuccess)); got != 1 {
 		t.Errorf("successful creates = %v, want 1", got)
+	}
+}
+
+// Any other 4xx (a webhook's own code) is a permanent refusal; a 5xx is not.
+func TestOtherClientErrorsAreRefusedForGood(t *testing.T) {
+	for _, tc := range []struct {
+		code      int32
+		permanent bool
+	}{{418, true}, {400, true}, {499, true}, {500, false}} {
+		f := newFixture(jobPod(markImage))
+		f.w.answers["swap"] = []error{&apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: tc.code,
+			Reason: metav1.StatusReasonGone, Message: "webhook says no"}}}
+		f.sync(t)
+		class := "transient"
+		if tc.permanent {
+			class = "permanent"
+		}
+		if got := testutil.ToFloat64(f.metrics.Refusals.WithLabelValues(string(decision.ActionSwapImage), class)); got != 1 {
+			t.Errorf("HTTP %d: %v %s refusals, want 1", tc.code, got, class)
+		}
+	}
+}
+
+// Only a CRR create answered AlreadyExists is work already done (an earlier
+// run made it); an image patch answered AlreadyExists is not a swap that
+// happened, and counts as a failed write.
+func TestOnlyACRRCreateAnsweredAlreadyExistsIsDone(t *testing.T) {
+	f := newFixture(jobPod(markImage))
+	f.w.answers["swap"] = []error{apierrors.NewAlreadyExists(schema.GroupResource{Resource: "pods"}, f.w.pod.Name)}
+	f.sync(t)
+	if got := testutil.ToFloat64(f.metrics.Actions.WithLabelValues(string(decision.ActionSwapImage), reconciler.ResultAlreadyDone)); got != 0 {
+		t.Errorf("swap actions with result already-done = %v, want 0", got)
+	}
+	if got := testutil.ToFloat64(f.metrics.Actions.WithLabelValues(string(decision.ActionSwapImage), reconciler.ResultError)); got != 1 {
+		t.Errorf("swap actions with result error = %v, want 1", got)
+	}
+}
+
+// The 400 taken as transient is kruise's CRR webhook's, for a CRR create
+// only; an image patch answered 400 is refused for good.
+func TestASwapAnsweredBadRequestIsPermanent(t *testing.T) {
+	f := newFixture(jobPod(markImage))
+	f.w.answers["swap"] = []error{apierrors.NewBadRequest("image not allowed")}
+	f.sync(t)
+	if got := testutil.ToFloat64(f.metrics.Refusals.WithLabelValues(string(decision.ActionSwapImage), "permanent")); got != 1 {
+		t.Errorf("permanent swap refusals = %v, want 1", got)
+	}
+	if got := testutil.ToFloat64(f.metrics.Refusals.WithLabelValues(string(decision.ActionSwapImage), "transient")); got != 0 {
+		t.Errorf("transient swap refusals = %v, want 0", got)
 	}
 }

@@ -44,3 +44,18 @@ func TestRequeue(t *testing.T) {
 		}
 	}
 }
+
+// A server timeout whose Retry-After is zero suggests a delay of zero: it is
+// backed off as any error, not requeued at once (a zero AddAfter is a hot
+// loop).
+func TestRequeueOfAServerTimeoutWithoutRetryAfter(t *testing.T) {
+	err := apierrors.NewServerTimeout(schema.GroupResource{Resource: "pods"}, "patch", 0)
+	if s, ok := apierrors.SuggestsClientDelay(err); !ok || s != 0 {
+		t.Fatalf("SuggestsClientDelay = %d, %v; the case needs a suggested delay of zero", s, ok)
+	}
+	q := &recordingQueue{}
+	Requeue[string](q, "p", 0, err)
+	if want := []string{"AddRateLimited p"}; !slices.Equal(q.calls, want) {
+		t.Errorf("%v, want %v", q.calls, want)
+	}
+}

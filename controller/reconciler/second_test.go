@@ -1,6 +1,9 @@
 package reconciler_test
 
 import (
+	"bytes"
+	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -8,7 +11,12 @@ import (
 	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/textlogger"
 
 	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
 	"github.com/sidecar-terminator/sidecar-terminator/controller/podtest"
@@ -161,4 +169,107 @@ func TestSecondTerminatorIsNoticedAndYieldedTo(t *testing.T) {
 	if n := countEvents(w.apiFake, "Warning "+decision.ReasonSecondTerminator); n != 4 || strings.Join(w.writes, ",") != "crr" {
 		t.Errorf("p4: %d SecondTerminator Warnings in all (want 4), writes %v", n, w.writes)
 	}
+}
+
+// When OpenKruise's terminator is noticed on a pod, the log line that says
+// the controller yields names kruise's CRR.
+func TestYieldingToKruiseLogsItsCRR(t *testing.T) {
+	p1 := donePod("p1", "normal", markCRR)
+	w, rec, _ := newKruiseAPI(t, p1)
+	w.kruiseActs(p1, "log")
+	var buf bytes.Buffer
+	ctx := klog.NewContext(context.Background(), textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(&buf))))
+	key := cache.ObjectName{Namespace: "default", Name: "p1"}
+	if _, err := rec.Sync(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	w.catchUp()
+	w.setCRRPhase(decision.CRRName(p1, 1), kruisev1alpha1.ContainerRecreateRequestPending)
+	w.clock.Step(time.Second)
+	if _, err := rec.Sync(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	var line string
+	for _, l := range strings.Split(buf.String(), "\n") {
+		if strings.Contains(l, "yields to it") {
+			line = l
+		}
+	}
+	if want := fmt.Sprintf("kruiseCRR=%q", decision.KruiseTerminatorCRRName(p1)); !strings.Contains(line, want) {
+		t.Errorf("log line %q, want %s", line, want)
+	}
+}
+
+// explain looks for OpenKruise's own terminator's CRR whatever the signals
+// say (a sync reads it only when our CRR waits behind it), and reports it.
+func TestExplainLooksForKruisesTerminator(t *testing.T) {
+	for _, kruiseActs := range []bool{true, false} {
+		pod := donePod("p", "normal", markCRR)
+		w, rec, _ := newKruiseAPI(t, pod)
+		if kruiseActs {
+			w.kruiseActs(pod, "log")
+		}
+		plan, err := rec.ExplainPlan(w.cachedPods["p"], w.clock.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w.gets != 1 {
+			t.Errorf("kruise acts %v: %d reads of kruise's CRR, want 1", kruiseActs, w.gets)
+		}
+		if got := plan.SecondTerminator != nil && plan.SecondTerminator.CRR == decision.KruiseTerminatorCRRName(pod); got != kruiseActs {
+			t.Errorf("kruise acts %v: plan's second terminator %+v", kruiseActs, plan.SecondTerminator)
+		}
+	}
+}
+
+// Once OpenKruise's terminator is known to act in the cluster, a pod's first
+// CRR (past the wait for kruise's CRR: the mains ended long ago) looks for
+// kruise's CRR once first: one there is warned about and counted.
+func TestAFirstCRRLooksForKruisesOnceKruiseIsKnown(t *testing.T) {
+	for _, kruiseActs := range []bool{true, false} {
+		pod := donePod("p", "normal", markCRR)
+		w, rec, m := newKruiseAPI(t, pod)
+		rec.KruiseTerminatorSeen()
+		if kruiseActs {
+			w.kruiseActs(pod, "log")
+		}
+		w.clock.Step(decision.SecondTerminatorGrace + time.Minute)
+		mustSync(t, rec, "p")
+		warned := countEvents(w.apiFake, "Warning "+decision.ReasonSecondTerminator) == 1 && testutil.ToFloat64(m.SecondTerminatorPods) == 1
+		if w.gets != 1 || warned != kruiseActs {
+			t.Errorf("kruise acts %v: %d reads of kruise's CRR, warned and counted %v (events %v); want 1 read, %v", kruiseActs, w.gets, warned, w.events, kruiseActs)
+		}
+	}
+}
+
+// liveAPI is apiFake with an API server to read from directly, whose
+// answers the test sets: a CRR by name (nil: not found), the pod.
+type liveAPI struct {
+	*apiFake
+	crrs    map[string]*kruisev1alpha1.ContainerRecreateRequest
+	crrErr  error
+	pod     *corev1.Pod
+	podErr  error
+	podGets int
+}
+
+func (l *liveAPI) LiveCRR(_ context.Context, _, name string) (*kruisev1alpha1.ContainerRecreateRequest, error) {
+	if l.crrErr != nil {
+		return nil, l.crrErr
+	}
+	if c := l.crrs[name]; c != nil {
+		return c, nil
+	}
+	return nil, apierrors.NewNotFound(kruisev1alpha1.Resource("containerrecreaterequests"), name)
+}
+
+func (l *liveAPI) LivePod(context.Context, string, string) (*corev1.Pod, error) {
+	l.podGets++
+	if l.podErr != nil {
+		return nil, l.podErr
+	}
+	if l.pod == nil {
+		return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, "p")
+	}
+	return l.pod, nil
 }

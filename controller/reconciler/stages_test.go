@@ -88,3 +88,27 @@ func shipperPod(opts ...podtest.Option) *podtest.Builder {
 		Container("main", podtest.Exited(0, podtest.Epoch.Add(10*time.Second))).
 		Container("fluent-bit", append([]podtest.Option{markCRR}, opts...)...).Container("istio-proxy", markCRR)
 }
+
+// A stage's CRR delete that got no answer may have been applied: it is
+// remembered as deleted, so when the cache then drops the CRR the next stage
+// goes on (its CRR, after the refusal's backoff), and the delete is not sent
+// again for a CRR the pod no longer has.
+func TestAStageDeleteWithoutAnswerCountsAsMaybeDone(t *testing.T) {
+	pod := shipperPod(podtest.Exited(0, podtest.Epoch.Add(11*time.Second))).Build()
+	f := newFixture(pod)
+	st1, st2 := decision.StageCRRName(pod, 1, 1), decision.StageCRRName(pod, 2, 1)
+	f.w.crrs = []*kruisev1alpha1.ContainerRecreateRequest{stageCRR(st1, 1, "fluent-bit")}
+	f.w.answers["delete "+st1] = []error{apierrors.NewTimeoutError("no answer", 1)}
+	f.clock.SetTime(podtest.Epoch.Add(50 * time.Second))
+	after := f.sync(t)
+	if got := strings.Join(f.w.sent, ","); got != "delete "+st1 {
+		t.Fatalf("first sync: writes %s, want delete %s", got, st1)
+	}
+	// It was applied: the cache drops the CRR.
+	f.w.crrs, f.w.sent = nil, nil
+	f.clock.Step(after)
+	f.sync(t)
+	if got, want := strings.Join(f.w.sent, ","), "crr "+st2; got != want {
+		t.Fatalf("after the backoff: writes %s, want %s", got, want)
+	}
+}

@@ -500,3 +500,47 @@ func TestPodsTrackedFollowsThePods(t *testing.T) {
 		t.Errorf("tracked %v after the last pod was done, want 0", got)
 	}
 }
+
+// The swap's follow-through counts from the swap itself: a sidecar swapped
+// five minutes after the mains exited (its CRR path failed first, say) has
+// the pod's grace plus the start allowance from then, not from the mains'
+// exit, before it is called stuck.
+func TestASwapIsFollowedFromWhenItWasMade(t *testing.T) {
+	a, rec, _ := newAPI(t, donePod("p", "vk", markImage))
+	a.clock.SetTime(podtest.Epoch.Add(10*time.Second + 5*time.Minute))
+	mustSync(t, rec, "p")
+	if a.pods["p"].Spec.Containers[1].Image != quickExit {
+		t.Fatalf("not swapped: writes %v", a.writes)
+	}
+	a.catchUp() // swapped, still running: the kubelet has not restarted it yet
+	a.clock.Step(time.Second)
+	bound := 30*time.Second + decision.DefaultPolicy().SwapStartAllowance
+	if after := mustSync(t, rec, "p"); after != bound-time.Second || countEvents(a, "Warning "+decision.ReasonQuickExitNotRunning) != 0 {
+		t.Errorf("a second after the swap: requeue %s, events %v; want %s and no %s", after, a.events, bound-time.Second, decision.ReasonQuickExitNotRunning)
+	}
+}
+
+// Two earlier stages' CRRs are deleted before stage 3's is made; the second
+// delete is refused (a 500), so the sync decides again on the same cache,
+// which still shows stage 1's CRR. The delete already sent and accepted is
+// not sent a second time.
+func TestAWriteAcceptedEarlierInTheSyncIsNotSentAgain(t *testing.T) {
+	pod := podtest.Pod("p").Annotate(decision.AnnotationStopOrder, "a,b,c").
+		Container("main", podtest.Exited(0, podtest.Epoch.Add(10*time.Second))).
+		Container("a", markCRR).Container("b", markCRR).Container("c", markCRR).Build()
+	f := newFixture(pod)
+	st1, st2 := decision.StageCRRName(pod, 1, 1), decision.StageCRRName(pod, 2, 1)
+	f.w.crrs = []*kruisev1alpha1.ContainerRecreateRequest{stageCRR(st1, 1, "a"), stageCRR(st2, 2, "b")}
+	f.w.answers["delete "+st2] = []error{apierrors.NewInternalError(context.DeadlineExceeded)}
+	f.clock.SetTime(podtest.Epoch.Add(10*time.Second + 400*time.Second))
+	f.sync(t)
+	deletes := 0
+	for _, s := range f.w.sent {
+		if s == "delete "+st1 {
+			deletes++
+		}
+	}
+	if deletes != 1 || len(f.w.sent) < 2 || f.w.sent[1] != "delete "+st2 {
+		t.Fatalf("writes %v: want %s deleted once, then %s tried", f.w.sent, st1, st2)
+	}
+}

@@ -278,7 +278,7 @@ func gremlins(ctx context.Context, root, pkg string, workers, coef int, from str
 	defer os.RemoveAll(tmp)
 	file := filepath.Join(tmp, "out.json")
 	// The mutate tag leaves out tests of other packages' work (see
-	// controller/decision/trim_mutate_test.go), which only slow each run.
+	// controller/decision/trim_skipped_test.go), which only slow each run.
 	cmd := exec.CommandContext(ctx, bin, "unleash", "-t", "mutate", "--workers", fmt.Sprint(workers),
 		"--timeout-coefficient", fmt.Sprint(coef), "-o", file, "./"+pkg)
 	cmd.Dir, cmd.Stdout, cmd.Stderr = root, os.Stderr, os.Stderr
