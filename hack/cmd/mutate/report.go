@@ -6,6 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
+
+	"github.com/sidecar-terminator/sidecar-terminator/hack/repo"
 )
 
 // write puts the report in dir as mutation.json and mutation.md.
@@ -53,4 +56,86 @@ func write(dir string, rep Report) error {
 		fmt.Fprintf(&md, "| none | | | | | |\n")
 	}
 	return os.WriteFile(filepath.Join(dir, "mutation.md"), []byte(md.String()), 0o644)
+}
+
+// Report is mutation.json.
+type Report struct {
+	Generated time.Time `json:"generated"`
+	Commit    string    `json:"commit"`
+	Tool      string    `json:"tool"`
+	Packages  []Package `json:"packages"`
+}
+
+// Package is one package's result.
+type Package struct {
+	Package string   `json:"package"`
+	Counts  Counts   `json:"counts"`
+	Mutants []Mutant `json:"mutants"`
+	Elapsed float64  `json:"elapsed_seconds"`
+	Scores  Scores   `json:"scores"`
+}
+
+// Counts are mutants by status. RecheckKilled: mutants gremlins calls NOT
+// COVERED (or, with -from, LIVED in that run) that the package's own tests
+// kill when they are run (see recheck); NotCovered and Lived count the rest.
+type Counts struct {
+	Total, Killed, TimedOut, Lived, NotCovered, NotViable, KilledBySim, Equivalent, RecheckKilled int
+}
+
+// Scores are percentages. KilledOwn: killed (or timed out) by the package's own
+// tests, of the covered mutants not argued equivalent. KilledWithSim: the same,
+// counting the simulator's kills. Covered: covered, of the viable mutants.
+type Scores struct {
+	KilledOwn, KilledWithSim, Covered float64
+}
+
+// Mutant is one mutant that was not killed by its package's tests.
+type Mutant struct {
+	File      string `json:"file"`
+	Line      int    `json:"line"`
+	Column    int    `json:"column"`
+	Type      string `json:"type"`
+	Status    string `json:"status"`              // LIVED or NOT COVERED
+	Recheck   string `json:"recheck,omitempty"`   // NOT COVERED run against the package's own tests: killed, lived, or why not tried
+	Simulator string `json:"simulator,omitempty"` // killed, lived, or why not tried
+	Argument  string `json:"argument,omitempty"`
+}
+
+// mergeReports writes one report of the packages of earlier ones (runs of
+// different packages, made at different times); the commit is the last one's.
+func mergeReports(files []string, out string) error {
+	var rep Report
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		var r Report
+		if err := json.Unmarshal(b, &r); err != nil {
+			return fmt.Errorf("%s: %w", f, err)
+		}
+		rep.Generated, rep.Commit, rep.Tool = r.Generated, r.Commit, r.Tool
+		rep.Packages = append(rep.Packages, r.Packages...)
+	}
+	if root, err := repo.Root(); err == nil && !filepath.IsAbs(out) {
+		out = filepath.Join(root, out)
+	}
+	return write(out, rep)
+}
+
+func scores(c Counts) Scores {
+	pct := func(a, b int) float64 {
+		if b <= 0 {
+			return 100
+		}
+		return float64(int(1000*float64(a)/float64(b)+0.5)) / 10
+	}
+	detected := c.Killed + c.TimedOut + c.RecheckKilled
+	// Equivalent mutants are out of every denominator: no test can kill them.
+	covered := detected + c.Lived
+	return Scores{
+		KilledOwn:     pct(detected, covered-c.Equivalent),
+		KilledWithSim: pct(detected+c.KilledBySim, c.Total-c.NotViable-c.Equivalent),
+		Covered:       pct(covered, c.Total-c.NotViable),
+	}
 }

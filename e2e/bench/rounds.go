@@ -1,0 +1,146 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sidecar-terminator/sidecar-terminator/e2e/cluster"
+)
+
+// controllerRound starts the controller, bursts it, and stops it. The first
+// time it also takes the memory after the initial list and, with a profile
+// directory, the profiles.
+func (w *world) controllerRound(ctx context.Context, rep *Report, round *Round, run string) error {
+	logf := w.cfg.Logf
+	c := &cluster.Cluster{ControlPlane: w.cp}
+	ctl, err := c.StartController(ctx, w.bin, w.ctlArgs...)
+	if err != nil {
+		return err
+	}
+	defer ctl.Stop()
+	time.Sleep(5 * time.Second) // let the initial list settle before reading memory
+	first := !w.controllerOK
+	w.controllerOK = true
+	prof := &profiler{dir: w.cfg.ProfileDir, binary: w.bin, metricsURL: ctl.MetricsURL, logf: logf}
+	profiling := first && w.cfg.ProfileDir != ""
+	if first {
+		rep.ControllerRSSInitial, _ = rssBytes(ctl.Process.PID)
+		rep.ControllerHeapInitial = heap(ctx, ctl)
+		logf("controller ready: RSS %s, heap %s", mib(rep.ControllerRSSInitial), mib(rep.ControllerHeapInitial))
+		rep.ControllerIdleCPU = idleCPU(ctl.Process.PID)
+		logf("controller idle: %.4f CPU s per second", rep.ControllerIdleCPU)
+		if profiling {
+			prof.take(ctx, "heap", "controller.heap.initial")
+		}
+	}
+	var opts burstOptions
+	profiled := make(chan struct{})
+	if profiling {
+		// The profile covers the burst from the first main exit; the watches
+		// it runs beside outlive the profile, so it gets its own context.
+		opts.during = func(context.Context, *burst) {
+			defer close(profiled)
+			seconds := w.cfg.ProfileSeconds
+			if seconds <= 0 {
+				seconds = profileSeconds
+			}
+			prof.take(ctx, fmt.Sprintf("profile?seconds=%d", seconds), "controller.cpu.burst")
+		}
+	} else {
+		close(profiled)
+	}
+	before, err := snapshot(ctx, ctl)
+	if err != nil {
+		return err
+	}
+	if round.Controller, err = runBurstWith(ctx, w.kube, w.kruise, run, w.cfg.BurstPods, ctl.Process.PID, logf, opts); err != nil {
+		return err
+	}
+	<-profiled
+	after, err := snapshot(ctx, ctl)
+	if err != nil {
+		return err
+	}
+	round.Controller.Terminator = "sidecar-terminator"
+	round.Breakdown = breakdown(before, after)
+	logf("%s: controller during the burst: %s", run, round.Breakdown)
+	round.Events, round.EventsSeconds = waitForEvents(ctx, w.kube, run, w.cfg.BurstPods, round.Controller.FirstExit)
+	if cpu, err := cpuSeconds(ctl.Process.PID); err == nil {
+		round.Controller.CPUWithEventsPer1000 = (cpu - round.Controller.cpuStart) * 1000 / float64(w.cfg.BurstPods)
+	}
+	logf("%s: %d SidecarTerminating events, the last seen %.1fs after the first main exit; CPU s / 1000 pods %.2f, %.2f with the events written",
+		run, round.Events, round.EventsSeconds, round.Controller.CPUSecondsPer1000, round.Controller.CPUWithEventsPer1000)
+	if profiling {
+		prof.take(ctx, "heap", "controller.heap.after")
+	}
+	rep.ControllerHeapAfter = heap(ctx, ctl)
+	if err := ctl.Stop(); err != nil {
+		return err
+	}
+	return w.clearRun(ctx, run)
+}
+
+// yardstickRound starts the yardstick, bursts it, and stops it.
+func (w *world) yardstickRound(ctx context.Context, rep *Report, round *Round, run string) error {
+	kubeconfig, err := w.cp.UserKubeconfig("yardstick", YardstickUser, []string{"system:masters"})
+	if err != nil {
+		return err
+	}
+	yard, err := startYardstick(ctx, kubeconfig, w.runDir, w.cfg)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = yard.Process.Kill(); _ = yard.Wait() }()
+	time.Sleep(5 * time.Second)
+	if rep.YardstickRSSInitial == 0 {
+		rep.YardstickRSSInitial, _ = rssBytes(yard.Process.Pid)
+		rep.YardstickIdleCPU = idleCPU(yard.Process.Pid)
+		w.cfg.Logf("yardstick idle: %.4f CPU s per second", rep.YardstickIdleCPU)
+	}
+	if round.Yardstick, err = runBurst(ctx, w.kube, w.kruise, run, w.cfg.BurstPods, yard.Process.Pid, w.cfg.Logf); err != nil {
+		return err
+	}
+	round.Yardstick.Terminator = "yardstick"
+	_ = yard.Process.Kill()
+	_ = yard.Wait()
+	return w.clearRun(ctx, run)
+}
+
+// clearRun deletes a burst's pods, every CRR and every event, so that each
+// burst meets the same cluster: 50,000 background pods and the idle Jobs.
+// Nothing runs the pods, so they go at once (grace 0), and no garbage
+// collector runs.
+func (w *world) clearRun(ctx context.Context, run string) error {
+	zero := int64(0)
+	if err := w.kube.CoreV1().Pods(Namespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero},
+		metav1.ListOptions{LabelSelector: runLabel + "=" + run}); err != nil {
+		return fmt.Errorf("delete %s pods: %w", run, err)
+	}
+	if err := w.kruise.AppsV1alpha1().ContainerRecreateRequests(Namespace).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+		return fmt.Errorf("delete CRRs: %w", err)
+	}
+	// And the burst's events: OpenKruise's SidecarTerminator events tell a
+	// controller starting later that OpenKruise's terminator acts in the
+	// cluster (app/second.go), and it then reads kruise's CRR before each
+	// first CRR of its own and waits for it: a controller burst after a
+	// kruise burst measured that mode (2,500 more reads and 1,900 to 2,500
+	// more syncs per burst) rather than the one users run.
+	if err := w.kube.CoreV1().Events(Namespace).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+		return fmt.Errorf("delete events: %w", err)
+	}
+	return nil
+}
+
+// rotation is the order in which a round runs its n bursts: each round
+// starts one further along, so that no terminator always meets the fuller
+// etcd or follows the same one. With two it alternates.
+func rotation(n, by int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = (i + by) % n
+	}
+	return out
+}
