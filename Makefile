@@ -31,6 +31,7 @@ test: lint build ## Everything: unit tests, simulator, real API server and real-
 	$(GO) run ./hack/cmd/tool -path kustomize >/dev/null
 	$(GO) test -count=1 -timeout 20m $$($(GO) list ./... | grep -v /e2e/)
 	cd hack/kubeletrules && $(GO) test -count=1 -v ./... # the restart rules vs the kubelet v1.35.4 (a module of its own)
+	cd controller/deploy/promrules && $(GO) vet ./... && $(GO) test -count=1 ./... # the chart's alerts vs Prometheus' rule parser (a module of its own)
 	@# The cluster's binaries first, outside any test's timeout: cold, they are most of the run.
 	$(GO) run ./e2e/cmd/cluster build
 	@# One e2e package at a time: a real node uses host-wide paths (cni0, /hostvarrun, the kubelet's device-plugin socket).

@@ -27,6 +27,7 @@ func TestHelmLint(t *testing.T) {
 	for name, args := range map[string][]string{
 		"defaults":       nil,
 		"serviceMonitor": {"--set", "metrics.serviceMonitor.enabled=true"},
+		"prometheusRule": {"--set", "metrics.prometheusRule.enabled=true"},
 		"singleReplica":  {"--set", "replicaCount=1", "--set", "leaderElection.enabled=false"},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -479,5 +480,36 @@ func TestMetricsOnlyFromListedPeers(t *testing.T) {
 	}
 	if got := app.DefaultOptions().MetricsBindAddress; !strings.HasPrefix(got, "127.0.0.1:") {
 		t.Errorf("the binary's default metrics address is %q, want loopback", got)
+	}
+}
+
+// The PrometheusRule is off by default; on, it carries the labels a
+// Prometheus selects rules by and the two alerts, each with the severity
+// asked for. (controller/deploy/promrules checks the rules themselves with
+// Prometheus' rule parser.)
+func TestPrometheusRuleOnlyWhenAskedFor(t *testing.T) {
+	if n := count(render(t), "PrometheusRule"); n != 0 {
+		t.Errorf("%d PrometheusRules by default, want 0", n)
+	}
+	objs := render(t, "--set", "metrics.prometheusRule.enabled=true", "--set", "metrics.prometheusRule.labels.release=prom",
+		"--set", "metrics.prometheusRule.severity=page")
+	pr := only(t, objs, "PrometheusRule")
+	if pr.GetLabels()["release"] != "prom" || pr.GetNamespace() != "st-test" {
+		t.Errorf("PrometheusRule labels %v in %q, want release=prom in st-test", pr.GetLabels(), pr.GetNamespace())
+	}
+	groups, _, _ := unstructuredSlice(pr.Object, "spec", "groups")
+	var alerts []string
+	for _, g := range groups {
+		rules, _, _ := unstructuredSlice(g.(map[string]any), "rules")
+		for _, r := range rules {
+			rule := r.(map[string]any)
+			alerts = append(alerts, rule["alert"].(string))
+			if sev := rule["labels"].(map[string]any)["severity"]; sev != "page" {
+				t.Errorf("%s: severity %v, want page", rule["alert"], sev)
+			}
+		}
+	}
+	if want := []string{"SidecarTerminatorFailedKills", "SidecarTerminatorSidecarsOutliveMains"}; !reflect.DeepEqual(alerts, want) {
+		t.Errorf("alerts %v, want %v", alerts, want)
 	}
 }
