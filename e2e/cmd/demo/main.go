@@ -7,6 +7,13 @@
 // quick-exit image, the node restarts it, it exits 0), then runs it with the
 // controller stopped and shows it stuck Running, and tears everything down.
 //
+// The virtual node is the project's mock provider (e2e/virtualnode), which
+// runs no process: its containers start, restart on an image change and exit
+// by the project's container model (sim/model). No public virtual-kubelet
+// provider restarts a container on an image change (e2e/virtualnode's
+// README), so the swap shown there is the controller's half only; the demo
+// says so when it starts the node.
+//
 //	go run ./e2e/cmd/demo   (root; make demo)
 package main
 
@@ -47,7 +54,7 @@ func run(ctx context.Context) (err error) {
 		return fmt.Errorf("needs root: it runs a real kubelet and containerd")
 	}
 	say("bringing the local cluster up (first run builds Kubernetes, etcd and OpenKruise: minutes; later runs: seconds)")
-	c, err := cluster.Up(ctx, cluster.UpOptions{Logf: func(f string, a ...any) { say("  "+f, a...) }})
+	c, err := cluster.Up(ctx, cluster.UpOptions{Logf: upLog})
 	if err != nil {
 		return err
 	}
@@ -70,8 +77,11 @@ func run(ctx context.Context) (err error) {
 	if _, err := c.StartVirtualNodes(ctx, nodeBin, []string{virtualNode}); err != nil {
 		return err
 	}
-	say("mock virtual node %s Ready (label %s=%s): it plays pods from the API, as virtual-kubelet does",
+	say("virtual node %s Ready (label %s=%s): the project's mock virtual-kubelet provider (e2e/virtualnode).",
 		virtualNode, cases.VirtualNodeLabelKey, cases.VirtualNodeLabelValue)
+	say("  It runs no process: its containers start, restart on an image change and exit by the project's")
+	say("  container model (sim/model). No public provider is known to restart a container on an image change,")
+	say("  so part 2 shows the controller's side of the swap; a real virtual node's must be tried on it.")
 	ctl, err := c.BuildAndStartController(ctx)
 	if err != nil {
 		return err
@@ -134,7 +144,7 @@ func withController(ctx context.Context, cs kubernetes.Interface, dyn dynamic.In
 	if _, err := cs.BatchV1().Jobs(ns).Create(ctx, j, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("create job: %w", err)
 	}
-	tl.once("job", "Job %s/%s created: main runs 3 s; sidecar runs until SIGTERM", ns, j.Name)
+	tl.once("job", "Job %s/%s created: main runs 3 s; the sidecar runs until it gets its stop signal", ns, j.Name)
 	deadline := time.Now().Add(2 * time.Minute)
 	for time.Now().Before(deadline) {
 		pods, err := cases.JobPods(ctx, cs, ns, j.Name)
@@ -185,7 +195,7 @@ func observePod(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interf
 	if code, ok := cases.ExitCode(p, "sidecar"); ok {
 		how := "stopped"
 		if len(crrs) > 0 {
-			how = "stopped by kruise-daemon (CRI StopContainer, SIGTERM)"
+			how = "stopped by kruise-daemon (CRI StopContainer: " + stopSignal(p, "sidecar") + ")"
 		} else if tl.seen["swap"] {
 			how = "restarted as the quick-exit image, which exits at once"
 		}
@@ -248,3 +258,27 @@ func describe(ctx context.Context, dyn dynamic.Interface, j *batchv1.Job, pods [
 }
 
 func say(format string, args ...any) { fmt.Printf(format+"\n", args...) }
+
+// upLog prints the cluster's start-up lines, less the kubeconfig's path: the
+// cluster and its files last only as long as the demo, so a path printed
+// would name a file gone by the time anyone could use it.
+func upLog(format string, args ...any) {
+	line, _, _ := strings.Cut(fmt.Sprintf(format, args...), "; kubeconfig ")
+	say("  %s", line)
+}
+
+// stopSignal says which signal the runtime sent a container it was asked to
+// stop: the one the kubelet reports (containerStatuses[].stopSignal, with
+// the ContainerStopSignals feature gate, alpha and off by default up to
+// v1.37), else the image's. containerd's CRI sends the image config's
+// STOPSIGNAL and SIGTERM when the image sets none
+// (containerd v2.4.2, internal/cri/server/container_stop.go); the demo's workload
+// image sets none (images.Workload, its Dockerfile).
+func stopSignal(p *corev1.Pod, container string) string {
+	for _, s := range p.Status.ContainerStatuses {
+		if s.Name == container && s.StopSignal != nil {
+			return "its stop signal, " + string(*s.StopSignal)
+		}
+	}
+	return "the image's stop signal: SIGTERM, as the workload image sets no STOPSIGNAL"
+}
