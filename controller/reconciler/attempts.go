@@ -19,13 +19,13 @@ import (
 // not a precondition of the kill.
 func (r *Reconciler) recordAttempts(ctx context.Context, logger klog.Logger, pod *corev1.Pod, mem *podMemory, plan decision.Plan) {
 	mark := plan.RecordAttempts
-	if mark == "" || pod.Annotations[decision.AnnotationCRRAttempts] == mark || mem.attemptsMark == mark {
+	if mark == "" || pod.Annotations[decision.AnnotationCRRAttempts] == mark || mem.attemptsRecorded(mark) {
 		return
 	}
 	if err := r.write.AnnotatePod(ctx, pod.Namespace, pod.Name, pod.UID, decision.AnnotationCRRAttempts, mark); err != nil {
 		logger.Info("Recording the CRR attempts failed", "attempts", mark, "err", boundedMessage(err.Error()))
 		return
 	}
-	mem.attemptsMark = mark
+	mem.recordedAttempts(mark)
 	logger.V(2).Info("Recorded the CRR attempts of a failed kill", "attempts", mark)
 }

@@ -4,14 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"time"
 
-	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
 )
@@ -72,70 +68,6 @@ func (r *Reconciler) noteCRRs(pod *corev1.Pod, mem *podMemory) error {
 	return nil
 }
 
-// madeCRR remembers a CRR this controller made (or found made: an own CRR
-// under the name, a create applied although it got no answer), as sent and
-// created now, unless a copy was seen already. The cache may never show it
-// (a policy stripped the label the informer lists by) or may show it only
-// after it is gone (deleted with its CRD while the cache lagged); either way
-// kruise-daemon may be stopping its containers, and the decision must know.
-// The answer's time is no earlier than the API server's creation time, so
-// the deadline counted from it is no earlier than kruise-manager's.
-func (m *podMemory) madeCRR(crr *kruisev1alpha1.ContainerRecreateRequest, at time.Time) {
-	if _, ok := m.crrs[crr.Name]; ok {
-		return
-	}
-	made := crr.DeepCopy()
-	made.CreationTimestamp = metav1.NewTime(at)
-	m.seeCRR(crrFacts(made))
-}
-
-func (m *podMemory) seeCRR(c decision.CRR) {
-	if m.crrs == nil {
-		m.crrs = map[string]decision.CRR{}
-	}
-	m.crrs[c.Name] = c
-}
-
-// crrDeleted records that this controller deleted the CRR (or may have: the
-// request got no answer). A deleted CRR is finished for the decision.
-func (m *podMemory) crrDeleted(name string, at time.Time) {
-	if m.deletedCRRs == nil {
-		m.deletedCRRs = map[string]time.Time{}
-	}
-	m.deletedCRRs[name] = at
-}
-
-// crrRefused records a CRR create of this controller that was refused.
-func (m *podMemory) crrRefused(a decision.Action) {
-	if m.refusedCRRs == nil {
-		m.refusedCRRs = map[string]decision.Action{}
-	}
-	m.refusedCRRs[a.CRRName] = a
-}
-
-// rememberedCRRs are the remembered CRRs the cache does not show: as last
-// seen, or finished when this controller deleted them. A CRR the cache
-// shows is the cache's (newer) copy, even one deleted and made again.
-func rememberedCRRs(mem *podMemory, cached []*kruisev1alpha1.ContainerRecreateRequest) []decision.CRR {
-	var out []decision.CRR
-	for _, name := range slices.Sorted(maps.Keys(mem.crrs)) {
-		seen := false
-		for _, k := range cached {
-			seen = seen || k.Name == name
-		}
-		if seen {
-			continue
-		}
-		c := mem.crrs[name]
-		c.Unseen = true
-		if at, ok := mem.deletedCRRs[name]; ok && !c.Finished() {
-			c.Phase, c.Completed, c.Message = "Completed", at, "deleted by this controller"
-		}
-		out = append(out, c)
-	}
-	return out
-}
-
 // seeUnseenCRR reports whether it found, and remembered, a CRR in the way of
 // one the plan creates, which the decision was not given: the previous
 // attempt (see above), or an earlier stop-order stage's CRR that this
@@ -162,7 +94,7 @@ func (r *Reconciler) seeUnseenCRR(ctx context.Context, pod *corev1.Pod, mem *pod
 		}
 		if a.Attempt >= 2 {
 			name := decision.StageCRRName(pod, a.Stage, a.Attempt-1)
-			if _, known := mem.crrs[name]; !known {
+			if !mem.knowsCRR(name) {
 				prev := a
 				prev.Attempt, prev.CRRName = a.Attempt-1, name
 				if found, err := r.seeLiveCRR(ctx, live, pod, mem, prev, time.Time{}); found || err != nil {
@@ -171,7 +103,7 @@ func (r *Reconciler) seeUnseenCRR(ctx context.Context, pod *corev1.Pod, mem *pod
 			}
 		}
 		for _, name := range r.deletedEarlierStages(pod, mem, a.Stage) {
-			c := mem.crrs[name]
+			c := mem.crr(name)
 			earlier := decision.Action{Kind: decision.ActionCreateCRR, CRRName: name, Attempt: c.Attempt, Stage: c.Stage, Containers: c.Containers}
 			if found, err := r.seeLiveCRR(ctx, live, pod, mem, earlier, c.Created); found || err != nil {
 				return found, err
@@ -189,18 +121,10 @@ func (r *Reconciler) seeUnseenCRR(ctx context.Context, pod *corev1.Pod, mem *pod
 // refusedEarlierStages are the creates of stages before stage that this
 // controller was refused and whose CRRs it knows of no other way.
 func (r *Reconciler) refusedEarlierStages(mem *podMemory, stage int) []decision.Action {
-	if stage == 0 || len(mem.refusedCRRs) == 0 || !r.read.CRRAPIAvailable() {
+	if stage == 0 || !mem.hasRefusedCRRs() || !r.read.CRRAPIAvailable() {
 		return nil
 	}
-	var out []decision.Action
-	for _, name := range slices.Sorted(maps.Keys(mem.refusedCRRs)) {
-		a := mem.refusedCRRs[name]
-		if _, known := mem.crrs[name]; known || a.Stage >= stage {
-			continue
-		}
-		out = append(out, a)
-	}
-	return out
+	return mem.refusedEarlierStages(stage)
 }
 
 // seeLiveCRR reads the action's CRR from the API server and remembers it if
@@ -218,15 +142,14 @@ func (r *Reconciler) seeLiveCRR(ctx context.Context, live LiveChecker, pod *core
 	case CheckExistingCRR(crr, r.newCRR(pod, a)) != nil, crr.DeletionTimestamp != nil, !madeAfter.IsZero() && !crr.CreationTimestamp.Time.After(madeAfter):
 		return false, nil
 	}
-	delete(mem.deletedCRRs, a.CRRName)
-	mem.seeCRR(crrFacts(crr))
+	mem.liveCRRSeen(crrFacts(crr))
 	return true, nil
 }
 
 // deletedEarlierStages names the CRRs of stages before stage that this
 // controller deleted and its cache does not show.
 func (r *Reconciler) deletedEarlierStages(pod *corev1.Pod, mem *podMemory, stage int) []string {
-	if stage == 0 || len(mem.deletedCRRs) == 0 || !r.read.CRRAPIAvailable() {
+	if stage == 0 || !mem.hasDeletedCRRs() || !r.read.CRRAPIAvailable() {
 		return nil
 	}
 	cached, err := r.read.CRRs(pod)
@@ -234,11 +157,7 @@ func (r *Reconciler) deletedEarlierStages(pod *corev1.Pod, mem *podMemory, stage
 		return nil
 	}
 	var out []string
-	for _, name := range slices.Sorted(maps.Keys(mem.crrs)) {
-		_, deleted := mem.deletedCRRs[name]
-		if c := mem.crrs[name]; !deleted || c.Stage >= stage {
-			continue
-		}
+	for _, name := range mem.deletedEarlierStages(stage) {
 		shown := false
 		for _, k := range cached {
 			shown = shown || k.Name == name

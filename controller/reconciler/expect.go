@@ -3,7 +3,6 @@ package reconciler
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -44,47 +43,48 @@ type LiveChecker interface {
 //     CRR (the watch event that brings it also queues the pod), at most the
 //     expectation timeout.
 func (r *Reconciler) awaitCache(ctx context.Context, logger klog.Logger, pod *corev1.Pod, mem *podMemory, now time.Time) (time.Duration, bool, error) {
-	if len(mem.pending) > 0 {
-		waited := now.Sub(mem.since)
+	if pending := mem.pendingWrites(); len(pending) > 0 {
+		waited := mem.waitedFor(now)
 		switch {
-		case r.satisfied(pod, mem.pending):
-			mem.pending = nil
+		case r.satisfied(pod, pending):
+			mem.cacheCaughtUp()
 		case waited < r.cfg.ExpectationTimeout:
-			logger.V(4).Info("Waiting for the cache to show an earlier write", "pending", len(mem.pending))
+			logger.V(4).Info("Waiting for the cache to show an earlier write", "pending", len(pending))
 			return r.cfg.ExpectationTimeout - waited, false, nil
 		default:
-			applied, err := r.appliedLive(ctx, pod, mem, mem.pending)
+			applied, err := r.appliedLive(ctx, pod, mem, pending)
 			if err != nil {
 				return 0, false, fmt.Errorf("check pod %s/%s's unseen writes live: %w", pod.Namespace, pod.Name, err)
 			}
 			if applied {
 				logger.Info("The cache lags: an earlier write is in effect at the API server but not yet in the cache; waiting for it rather than writing again",
-					"pending", describePending(mem.pending), "after", waited.String())
-				mem.since = now
+					"pending", describePending(pending), "after", waited.String())
+				mem.stillUnseen(now)
 				return r.cfg.ExpectationTimeout, false, nil
 			}
 			// The write's effect never showed up (a policy engine stripped
 			// the CRR's label, the write was undone): decide afresh, and
 			// say so, since it means the cache and the cluster disagree.
 			r.metrics.ExpectationsTimedOut.Inc()
-			logger.Info("Expectation timed out: deciding afresh", "pending", describePending(mem.pending), "after", waited.String())
-			mem.pending = nil
+			logger.Info("Expectation timed out: deciding afresh", "pending", describePending(pending), "after", waited.String())
+			mem.cacheCaughtUp()
 		}
 	}
-	if mem.staleView == "" {
+	staleView, staleAt := mem.staleViewAt()
+	if staleView == "" {
 		return 0, true, nil
 	}
-	if waited := now.Sub(mem.staleAt); waited < r.cfg.ExpectationTimeout && r.view(pod) == mem.staleView {
+	if waited := now.Sub(staleAt); waited < r.cfg.ExpectationTimeout && r.view(pod) == staleView {
 		logger.V(4).Info("Waiting for the cache to move past the view a stale write was decided on")
 		return r.cfg.ExpectationTimeout - waited, false, nil
 	}
-	mem.staleView = ""
+	mem.staleViewGone()
 	return 0, true, nil
 }
 
 // staleWrite remembers the view a write refused as stale was decided on.
 func (r *Reconciler) staleWrite(pod *corev1.Pod, mem *podMemory, now time.Time) {
-	mem.staleView, mem.staleAt = r.view(pod), now
+	mem.staleOn(r.view(pod), now)
 }
 
 // view names the versions of what the decision read from the cache: the pod
@@ -227,10 +227,10 @@ func (r *Reconciler) recheckCorrection(ctx context.Context, pod *corev1.Pod, mem
 // so a write whose effect never reaches the cache is revisited even when
 // nothing else wakes the pod.
 func (r *Reconciler) requeueAfter(mem *podMemory, planned time.Duration, now time.Time) time.Duration {
-	if len(mem.pending) == 0 {
+	if len(mem.pendingWrites()) == 0 {
 		return planned
 	}
-	timeout := r.cfg.ExpectationTimeout - now.Sub(mem.since)
+	timeout := r.cfg.ExpectationTimeout - mem.waitedFor(now)
 	if timeout <= 0 {
 		timeout = time.Second
 	}
@@ -249,18 +249,4 @@ func describePending(pending []expectation) []string {
 		}
 	}
 	return out
-}
-
-// sentThisSync reports whether the same write waits in the pod's
-// expectations: sent and accepted in an earlier pass of this sync, which
-// decides again on the same cache (a refusal of another write made it pass
-// again). Sending it once more would be a second write for nothing, and a
-// refusal of that second one would count as a failed kill.
-func (m *podMemory) sentThisSync(a decision.Action) bool {
-	for _, e := range m.pending {
-		if e.action.Kind == a.Kind && e.action.CRRName == a.CRRName && slices.Equal(e.action.Containers, a.Containers) {
-			return true
-		}
-	}
-	return false
 }

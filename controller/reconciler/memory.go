@@ -21,11 +21,11 @@ func (r *Reconciler) memory(key cache.ObjectName, uid types.UID) *podMemory {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	m := r.pods[key]
-	if m == nil || m.uid != uid {
-		if m != nil && m.tracked {
+	if m == nil || !m.isFor(uid) {
+		if m != nil && m.isTracked() {
 			r.tracked--
 		}
-		m = &podMemory{uid: uid, warned: map[string]bool{}, failed: map[string]bool{}}
+		m = newPodMemory(uid)
 		r.pods[key] = m
 	}
 	return m
@@ -34,7 +34,7 @@ func (r *Reconciler) memory(key cache.ObjectName, uid types.UID) *podMemory {
 func (r *Reconciler) forget(key cache.ObjectName) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if m := r.pods[key]; m != nil && m.tracked {
+	if m := r.pods[key]; m != nil && m.isTracked() {
 		r.tracked--
 	}
 	delete(r.pods, key)
@@ -51,31 +51,13 @@ func (r *Reconciler) track(key cache.ObjectName, v decision.Verdict) {
 	}
 	tracked := v == decision.VerdictMainsActive || v == decision.VerdictAct || v == decision.VerdictInProgress || v == decision.VerdictNoPath
 	switch {
-	case tracked && !m.tracked:
+	case tracked && !m.isTracked():
 		r.tracked++
-	case !tracked && m.tracked:
+	case !tracked && m.isTracked():
 		r.tracked--
 	}
-	m.tracked = tracked
+	m.setTracked(tracked)
 	r.metrics.PodsTracked.Set(float64(r.tracked))
-}
-
-// expect remembers a write before it is sent.
-func (r *Reconciler) expect(m *podMemory, a decision.Action) {
-	if len(m.pending) == 0 {
-		m.since = r.clock.Now()
-	}
-	m.pending = append(m.pending, expectation{action: a})
-}
-
-// unexpect forgets a write that failed.
-func (r *Reconciler) unexpect(m *podMemory, a decision.Action) {
-	for i, e := range m.pending {
-		if e.action.Kind == a.Kind && e.action.CRRName == a.CRRName {
-			m.pending = append(m.pending[:i], m.pending[i+1:]...)
-			return
-		}
-	}
 }
 
 // satisfied reports whether the cache shows the effect of every pending write.

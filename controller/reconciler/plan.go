@@ -72,7 +72,7 @@ func (r *Reconciler) memoryInput(pod *corev1.Pod, mem *podMemory, now time.Time)
 	if err != nil {
 		return in, err
 	}
-	if len(mem.crrs) > 0 {
+	if mem.hasCRRs() {
 		// Where the CRR API is no longer served (its CRD was removed while
 		// the controller ran, which deletes every CRR), the remembered CRRs
 		// are given all the same: kruise-daemon may still be stopping a
@@ -83,11 +83,11 @@ func (r *Reconciler) memoryInput(pod *corev1.Pod, mem *podMemory, now time.Time)
 				return in, fmt.Errorf("list CRRs of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 			}
 		}
-		in.CRRs = append(in.CRRs, rememberedCRRs(mem, cached)...)
+		in.CRRs = append(in.CRRs, mem.rememberedCRRs(cached)...)
 	}
 	in.Refusals = mem.refusals()
-	in.SwappedAt = mem.swappedAt
-	in.SecondTerminator = mem.second
+	in.SwappedAt = mem.swapTimes()
+	in.SecondTerminator = mem.secondTerminator()
 	in.KruiseTerminatorSeen = r.kruiseSeen.Load()
 	return in, nil
 }

@@ -10,11 +10,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
 	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
 )
 
@@ -81,50 +81,6 @@ type Reconciler struct {
 	crrAPILost atomic.Int64
 }
 
-// podMemory is what the reconciler remembers of one pod between syncs. It is
-// only an optimisation against lag and event spam: losing it (a restart) is safe.
-type podMemory struct {
-	uid     types.UID
-	pending []expectation
-	since   time.Time // when pending was raised
-	warned  map[string]bool
-	failed  map[string]bool // failed kills already counted, by container
-	tracked bool
-	// waitingSince: when the mains finished, while sidecars still run (see waiting.go).
-	waitingSince time.Time
-	// refused holds the latest refused write of each kind: a decision input
-	// (decision.Input.Refusals). It lives here, with the pod's other memory,
-	// and not in any cache of API objects: it is what this controller was
-	// told, not what the cluster holds.
-	refused map[decision.ActionKind]decision.Refusal
-	// swappedAt: when each sidecar was swapped (or, after a restart, first
-	// seen swapped), for the swap's follow-through.
-	swappedAt map[string]time.Time
-	// attemptsMark is the AnnotationCRRAttempts value last written for a
-	// failed kill, so a lagging cache does not have it written twice.
-	attemptsMark string
-	// OpenKruise's SidecarTerminator's CRR for the pod, once found (second.go).
-	second       *decision.SecondTerminator
-	secondLooked int
-	secondNoted  bool
-	// staleView is the cache's view (see Reconciler.view) on which a write
-	// refused as stale was decided, at staleAt: not decided on again.
-	staleView string
-	staleAt   time.Time
-	// crrs: the pod's CRRs as last seen (in the cache or live), and when
-	// this controller deleted some of them (crrmemory.go).
-	crrs        map[string]decision.CRR
-	deletedCRRs map[string]time.Time
-	// refusedCRRs: CRR creates of this controller that were refused (or got
-	// no answer and were not found made), by name (crrmemory.go).
-	refusedCRRs map[string]decision.Action
-}
-
-// expectation is one write whose effect the cache has not shown yet.
-type expectation struct {
-	action decision.Action
-}
-
 // New returns a reconciler. metrics may be nil.
 func New(cfg Config, r Reader, w Writer, events Recorder, metrics *Metrics, clk clock.PassiveClock) *Reconciler {
 	if metrics == nil {
@@ -138,8 +94,13 @@ func New(cfg Config, r Reader, w Writer, events Recorder, metrics *Metrics, clk 
 
 // Sync brings one pod closer to done. It returns when to look again even if
 // nothing changes (zero for never), or an error to retry with backoff.
+//
+// One sync reads the pod and its memory (podmemory.go), decides, records
+// the decision, acts on it, and the memory records each write's answer.
 func (r *Reconciler) Sync(ctx context.Context, key cache.ObjectName) (time.Duration, error) {
 	logger := klog.FromContext(ctx).WithValues("pod", key.String())
+	// Read: the pod from the cache, and what is remembered of it; wait while
+	// the cache has not shown an earlier write.
 	pod, err := r.read.Pod(key.Namespace, key.Name)
 	if apierrors.IsNotFound(err) {
 		r.forget(key)
@@ -150,7 +111,6 @@ func (r *Reconciler) Sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	}
 	mem := r.memory(key, pod.UID)
 	now := r.clock.Now()
-
 	if wait, ok, err := r.awaitCache(ctx, logger, pod, mem, now); err != nil || !ok {
 		return wait, err
 	}
@@ -164,48 +124,14 @@ func (r *Reconciler) Sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	// whose refusal's backoff is running, so each pass refuses a different
 	// kind of write, and the passes end.
 	for pass := 0; ; pass++ {
-		plan, err := r.plan(pod, mem, now)
+		var plan decision.Plan
+		if pod, plan, err = r.decide(ctx, pod, mem, now, pass); err != nil {
+			return 0, err
+		}
+		r.record(ctx, logger, key, pod, mem, plan, now)
+		refused, err := r.actOn(ctx, logger, pod, mem, plan, pass)
 		if err != nil {
 			return 0, err
-		}
-		if pass == 0 {
-			if pod, plan, err = r.recheckCorrection(ctx, pod, mem, plan, now); err != nil {
-				return 0, err
-			}
-		}
-		if found, err := r.seeUnseenCRR(ctx, pod, mem, plan); err != nil {
-			return 0, err
-		} else if found {
-			if plan, err = r.plan(pod, mem, now); err != nil {
-				return 0, err
-			}
-		}
-		for _, c := range plan.SwapsUnseen {
-			since := plan.SwapsSince
-			if since.IsZero() {
-				since = now
-			}
-			mem.swapped(c, since)
-		}
-		r.metrics.Decisions.WithLabelValues(string(plan.Verdict)).Inc()
-		r.track(key, plan.Verdict)
-		r.noteWaiting(mem, plan)
-		r.report(logger, pod, mem, plan)
-		r.noteSecondTerminator(logger, mem, plan)
-		r.recordAttempts(ctx, logger, pod, mem, plan)
-
-		refused := false
-		for _, action := range plan.Actions {
-			if pass > 0 && mem.sentThisSync(action) {
-				// Sent in an earlier pass: the cache cannot show it yet.
-				continue
-			}
-			if refused, err = r.act(ctx, logger, pod, mem, plan, action); err != nil {
-				return 0, err
-			}
-			if refused {
-				break
-			}
 		}
 		if refused && pass < len(refusalKinds) {
 			continue
@@ -221,6 +147,67 @@ func (r *Reconciler) Sync(ctx context.Context, key cache.ObjectName) (time.Durat
 		}
 		return r.requeueAfter(mem, plan.RequeueAfter, now), nil
 	}
+}
+
+// decide plans the pod's next step from the pod and its memory. On a
+// sync's first pass a correction is decided again on the live pod; a CRR in
+// the way of one the plan makes, which the decision was not given, is read
+// live and the pod decided again with it.
+func (r *Reconciler) decide(ctx context.Context, pod *corev1.Pod, mem *podMemory, now time.Time, pass int) (*corev1.Pod, decision.Plan, error) {
+	plan, err := r.plan(pod, mem, now)
+	if err != nil {
+		return pod, plan, err
+	}
+	if pass == 0 {
+		if pod, plan, err = r.recheckCorrection(ctx, pod, mem, plan, now); err != nil {
+			return pod, plan, err
+		}
+	}
+	if found, err := r.seeUnseenCRR(ctx, pod, mem, plan); err != nil {
+		return pod, plan, err
+	} else if found {
+		if plan, err = r.plan(pod, mem, now); err != nil {
+			return pod, plan, err
+		}
+	}
+	return pod, plan, nil
+}
+
+// record makes the decision visible and remembered before any write: the
+// swaps found made, the metrics and the pods-tracked gauge, the pod's wait,
+// the Warnings and the log line, a second terminator, and a failed kill's
+// attempt count on the pod.
+func (r *Reconciler) record(ctx context.Context, logger klog.Logger, key cache.ObjectName, pod *corev1.Pod, mem *podMemory, plan decision.Plan, now time.Time) {
+	for _, c := range plan.SwapsUnseen {
+		since := plan.SwapsSince
+		if since.IsZero() {
+			since = now
+		}
+		mem.swapped(c, since)
+	}
+	r.metrics.Decisions.WithLabelValues(string(plan.Verdict)).Inc()
+	r.track(key, plan.Verdict)
+	r.noteWaiting(mem, plan)
+	r.report(logger, pod, mem, plan)
+	r.noteSecondTerminator(logger, mem, plan)
+	r.recordAttempts(ctx, logger, pod, mem, plan)
+}
+
+// actOn carries out the plan's actions in order, up to the first refused
+// one (refused true); an action sent in an earlier pass of this sync is not
+// sent again.
+func (r *Reconciler) actOn(ctx context.Context, logger klog.Logger, pod *corev1.Pod, mem *podMemory, plan decision.Plan, pass int) (refused bool, _ error) {
+	for _, action := range plan.Actions {
+		if pass > 0 && mem.sentThisSync(action) {
+			// Sent in an earlier pass: the cache cannot show it yet.
+			continue
+		}
+		refused, err := r.act(ctx, logger, pod, mem, plan, action)
+		if err != nil || refused {
+			return refused, err
+		}
+	}
+	return false, nil
 }
 
 func (r *Reconciler) plan(pod *corev1.Pod, mem *podMemory, now time.Time) (decision.Plan, error) {
@@ -242,17 +229,15 @@ func (r *Reconciler) report(logger klog.Logger, pod *corev1.Pod, mem *podMemory,
 		// Bounded here too, whoever built the message: it is the dedup key,
 		// client-go's event cache key and a log line.
 		msg := decision.BoundMessage(p.Message)
-		if mem.warned[p.Reason+"\x00"+msg] {
+		if !mem.firstWarning(p.Reason + "\x00" + msg) {
 			continue
 		}
-		mem.warned[p.Reason+"\x00"+msg] = true
 		r.events.Event(pod, corev1.EventTypeWarning, p.Reason, msg)
 		r.metrics.Warnings.WithLabelValues(p.Reason).Inc()
 		logger.Info("Warning", "reason", p.Reason, "message", msg)
 	}
 	for _, c := range plan.FailedKills {
-		if !mem.failed[c] {
-			mem.failed[c] = true
+		if mem.firstFailedKill(c) {
 			r.metrics.FailedKills.WithLabelValues(string(decision.ActionCreateCRR)).Inc()
 		}
 	}
@@ -271,7 +256,7 @@ func (r *Reconciler) report(logger klog.Logger, pod *corev1.Pod, mem *podMemory,
 // returned as an error: retrying it blindly is what the decision is for.
 func (r *Reconciler) act(ctx context.Context, logger klog.Logger, pod *corev1.Pod, mem *podMemory, plan decision.Plan, a decision.Action) (refused bool, _ error) {
 	method := string(a.Kind)
-	r.expect(mem, a)
+	mem.expect(a, r.clock.Now)
 	err := r.send(ctx, pod, a)
 	result := ResultSuccess
 	switch {
@@ -283,7 +268,7 @@ func (r *Reconciler) act(ctx context.Context, logger klog.Logger, pod *corev1.Po
 		result, err = ResultAlreadyDone, nil
 	}
 	if err != nil {
-		r.unexpect(mem, a)
+		mem.unexpect(a)
 		what, refusal := classify(err, a)
 		if what == outcomeStale {
 			// The pod moved on: decide again on fresh state, once the cache
@@ -293,13 +278,7 @@ func (r *Reconciler) act(ctx context.Context, logger klog.Logger, pod *corev1.Po
 			logger.Info("Action failed", "method", method, "containers", a.Containers, "err", boundedMessage(err.Error()))
 			return false, fmt.Errorf("%s for pod %s/%s: %w", method, pod.Namespace, pod.Name, err)
 		}
-		refusal = mem.remember(refusal, r.clock.Now())
-		if a.Kind == decision.ActionDeleteCRR && refusal.MaybeApplied {
-			mem.crrDeleted(a.CRRName, r.clock.Now())
-		}
-		if a.Kind == decision.ActionCreateCRR {
-			mem.crrRefused(a)
-		}
+		refusal = mem.refusedWrite(a, refusal, r.clock.Now)
 		class := "transient"
 		if refusal.Permanent {
 			class = "permanent"
@@ -313,21 +292,11 @@ func (r *Reconciler) act(ctx context.Context, logger klog.Logger, pod *corev1.Po
 		}
 		return true, nil
 	}
-	delete(mem.refused, a.Kind)
-	switch a.Kind {
-	case decision.ActionDeleteCRR:
-		mem.crrDeleted(a.CRRName, r.clock.Now())
-	case decision.ActionCreateCRR:
-		mem.madeCRR(r.newCRR(pod, a), r.clock.Now())
+	var made *kruisev1alpha1.ContainerRecreateRequest
+	if a.Kind == decision.ActionCreateCRR {
+		made = r.newCRR(pod, a)
 	}
-	// The cache's lag is counted from the write's answer, not from its
-	// start: a write slow at a loaded API server must not eat the wait.
-	mem.since = r.clock.Now()
-	if a.Kind == decision.ActionSwapImage {
-		for _, c := range a.Containers {
-			mem.swapped(c, r.clock.Now())
-		}
-	}
+	mem.wrote(a, made, r.clock.Now)
 	r.metrics.Actions.WithLabelValues(method, result).Inc()
 	if result == ResultSuccess {
 		if !plan.MainsDoneAt.IsZero() {

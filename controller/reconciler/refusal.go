@@ -4,7 +4,6 @@ import (
 	"errors"
 	"net/http"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
@@ -135,40 +134,3 @@ func boundedMessage(s string) string {
 // refusalKinds orders the remembered refusals, so the decision's input (and
 // the simulator's trace) never depends on map order.
 var refusalKinds = []decision.ActionKind{decision.ActionCreateCRR, decision.ActionSwapImage, decision.ActionSettlePhase, decision.ActionDeleteCRR}
-
-// remember records a refusal in the pod's memory, counting refusals of the
-// same write (same kind; for a CRR, the same attempt of the same one) in a row.
-func (m *podMemory) remember(r decision.Refusal, now time.Time) decision.Refusal {
-	if m.refused == nil {
-		m.refused = map[decision.ActionKind]decision.Refusal{}
-	}
-	r.Count, r.Permanents, r.At = 1, 0, now
-	if prev, ok := m.refused[r.Kind]; ok && prev.Attempt == r.Attempt && prev.CRRName == r.CRRName {
-		r.Count, r.Permanents = prev.Count+1, prev.Permanents
-	}
-	if r.Permanent {
-		r.Permanents++
-	}
-	m.refused[r.Kind] = r
-	return r
-}
-
-// refusals lists what the pod's memory holds, for the decision.
-func (m *podMemory) refusals() []decision.Refusal {
-	var out []decision.Refusal
-	for _, k := range refusalKinds {
-		if r, ok := m.refused[k]; ok {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-func (m *podMemory) swapped(container string, at time.Time) {
-	if m.swappedAt == nil {
-		m.swappedAt = map[string]time.Time{}
-	}
-	if _, ok := m.swappedAt[container]; !ok {
-		m.swappedAt[container] = at
-	}
-}

@@ -46,24 +46,24 @@ func (r *Reconciler) lookForSecondTerminator(pod *corev1.Pod, mem *podMemory, in
 		// Kruise makes its CRR the moment it sees the mains done: looking
 		// now finds it before it has stopped anything. Once more when the
 		// wait is over: its kill may be over by then, but it is said.
-		mem.secondLooked |= awaited
+		mem.lookForSecond(awaited)
 		why = lookWait
-	case mem.secondLooked&awaited != 0:
+	case mem.lookedForSecondAny(awaited):
 		why = lookWaitEnd
 	case in.KruiseTerminatorSeen && createsFirstCRR(plan):
 		why = lookCreate
 	}
-	if why == 0 || mem.secondLooked&why == why {
+	if why == 0 || mem.lookedForSecond(why) {
 		return in, false
 	}
-	mem.secondLooked |= why
+	mem.lookForSecond(why)
 	crr, err := read.KruiseTerminatorCRR(pod)
 	if err != nil || crr == nil {
 		// Not found, or not readable now: the pod is decided as without it.
 		return in, false
 	}
-	mem.second = secondFacts(crr)
-	in.SecondTerminator = mem.second
+	mem.secondFound(secondFacts(crr))
+	in.SecondTerminator = mem.secondTerminator()
 	return in, true
 }
 
@@ -89,7 +89,7 @@ func secondFacts(c *kruisev1alpha1.ContainerRecreateRequest) *decision.SecondTer
 // the first time in this process, a log line for the cluster, from which
 // on every pod's first CRR looks for kruise's first.
 func (r *Reconciler) noteSecondTerminator(logger klog.Logger, mem *podMemory, plan decision.Plan) {
-	if mem.secondNoted {
+	if mem.secondWasNoted() {
 		return
 	}
 	var msg string
@@ -101,11 +101,11 @@ func (r *Reconciler) noteSecondTerminator(logger klog.Logger, mem *podMemory, pl
 	if msg == "" {
 		return
 	}
-	mem.secondNoted = true
+	mem.noteSecond()
 	r.metrics.SecondTerminatorPods.Inc()
 	crr := ""
-	if mem.second != nil {
-		crr = mem.second.CRR
+	if st := mem.secondTerminator(); st != nil {
+		crr = st.CRR
 	}
 	logger.Info("OpenKruise's SidecarTerminator also acts on this pod; sidecar-terminator yields to it", "kruiseCRR", crr)
 	if r.kruiseSeen.CompareAndSwap(false, true) {

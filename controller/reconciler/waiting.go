@@ -19,7 +19,7 @@ func (r *Reconciler) noteWaiting(m *podMemory, plan decision.Plan) {
 		since = plan.MainsDoneAt
 	}
 	r.mu.Lock()
-	m.waitingSince = since
+	m.waiting(since)
 	r.mu.Unlock()
 }
 
@@ -30,8 +30,8 @@ func (r *Reconciler) oldestWaiting() float64 {
 	defer r.mu.Unlock()
 	var oldest time.Time
 	for _, m := range r.pods {
-		if !m.waitingSince.IsZero() && (oldest.IsZero() || m.waitingSince.Before(oldest)) {
-			oldest = m.waitingSince
+		if since := m.waitingSinceTime(); !since.IsZero() && (oldest.IsZero() || since.Before(oldest)) {
+			oldest = since
 		}
 	}
 	if oldest.IsZero() {

@@ -1,0 +1,388 @@
+package reconciler
+
+import (
+	"maps"
+	"slices"
+	"time"
+
+	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
+)
+
+// podMemory is what the reconciler remembers of one pod between syncs. It is
+// only an optimisation against lag and event spam: losing it (a restart) is
+// safe. Its fields are read and written here only, by the methods below,
+// named for the moments of a sync:
+//
+//   - made: newPodMemory, when a pod is first synced or replaced by another
+//     of the same name (isFor); it is cleared by dropping it (Reconciler.forget,
+//     when the pod is gone or ignored outright);
+//   - before deciding: the writes still unseen (pendingWrites, waitedFor,
+//     cacheCaughtUp, stillUnseen, expectationsTimedOut) and the stale view
+//     (staleView, staleViewGone);
+//   - what the decision reads: rememberedCRRs, refusals, swapTimes,
+//     secondTerminator (Reconciler.memoryInput);
+//   - a write: expect before it is sent, unexpect when it failed, wrote when
+//     it was accepted, refusedWrite when it was refused, staleOn when it was
+//     refused as stale; sentThisSync for a later pass of the same sync;
+//   - a seen CRR: seeCRR, liveCRRSeen, and the reads knowsCRR, crr,
+//     refusedEarlierStages, deletedEarlierStages;
+//   - a finished pod record: firstWarning, firstFailedKill, swapped,
+//     attemptsRecorded/recordedAttempts, waiting/waitingSinceTime,
+//     lookForSecond, secondFound, noteSecond, and the tracked flag.
+type podMemory struct {
+	uid     types.UID
+	pending []expectation
+	since   time.Time // when pending was raised
+	warned  map[string]bool
+	failed  map[string]bool // failed kills already counted, by container
+	tracked bool
+	// waitingSince: when the mains finished, while sidecars still run (see waiting.go).
+	waitingSince time.Time
+	// refused holds the latest refused write of each kind: a decision input
+	// (decision.Input.Refusals). It lives here, with the pod's other memory,
+	// and not in any cache of API objects: it is what this controller was
+	// told, not what the cluster holds.
+	refused map[decision.ActionKind]decision.Refusal
+	// swappedAt: when each sidecar was swapped (or, after a restart, first
+	// seen swapped), for the swap's follow-through.
+	swappedAt map[string]time.Time
+	// attemptsMark is the AnnotationCRRAttempts value last written for a
+	// failed kill, so a lagging cache does not have it written twice.
+	attemptsMark string
+	// OpenKruise's SidecarTerminator's CRR for the pod, once found (second.go).
+	second       *decision.SecondTerminator
+	secondLooked int
+	secondNoted  bool
+	// staleView is the cache's view (see Reconciler.view) on which a write
+	// refused as stale was decided, at staleAt: not decided on again.
+	staleView string
+	staleAt   time.Time
+	// crrs: the pod's CRRs as last seen (in the cache or live), and when
+	// this controller deleted some of them (crrmemory.go).
+	crrs        map[string]decision.CRR
+	deletedCRRs map[string]time.Time
+	// refusedCRRs: CRR creates of this controller that were refused (or got
+	// no answer and were not found made), by name (crrmemory.go).
+	refusedCRRs map[string]decision.Action
+}
+
+// expectation is one write whose effect the cache has not shown yet.
+type expectation struct {
+	action decision.Action
+}
+
+// madeCRR remembers a CRR this controller made (or found made: an own CRR
+// under the name, a create applied although it got no answer), as sent and
+// created now, unless a copy was seen already. The cache may never show it
+// (a policy stripped the label the informer lists by) or may show it only
+// after it is gone (deleted with its CRD while the cache lagged); either way
+// kruise-daemon may be stopping its containers, and the decision must know.
+// The answer's time is no earlier than the API server's creation time, so
+// the deadline counted from it is no earlier than kruise-manager's.
+func (m *podMemory) madeCRR(crr *kruisev1alpha1.ContainerRecreateRequest, at time.Time) {
+	if _, ok := m.crrs[crr.Name]; ok {
+		return
+	}
+	made := crr.DeepCopy()
+	made.CreationTimestamp = metav1.NewTime(at)
+	m.seeCRR(crrFacts(made))
+}
+
+func (m *podMemory) seeCRR(c decision.CRR) {
+	if m.crrs == nil {
+		m.crrs = map[string]decision.CRR{}
+	}
+	m.crrs[c.Name] = c
+}
+
+// crrDeleted records that this controller deleted the CRR (or may have: the
+// request got no answer). A deleted CRR is finished for the decision.
+func (m *podMemory) crrDeleted(name string, at time.Time) {
+	if m.deletedCRRs == nil {
+		m.deletedCRRs = map[string]time.Time{}
+	}
+	m.deletedCRRs[name] = at
+}
+
+// crrRefused records a CRR create of this controller that was refused.
+func (m *podMemory) crrRefused(a decision.Action) {
+	if m.refusedCRRs == nil {
+		m.refusedCRRs = map[string]decision.Action{}
+	}
+	m.refusedCRRs[a.CRRName] = a
+}
+
+// rememberedCRRs are the remembered CRRs the cache does not show: as last
+// seen, or finished when this controller deleted them. A CRR the cache
+// shows is the cache's (newer) copy, even one deleted and made again.
+func (mem *podMemory) rememberedCRRs(cached []*kruisev1alpha1.ContainerRecreateRequest) []decision.CRR {
+	var out []decision.CRR
+	for _, name := range slices.Sorted(maps.Keys(mem.crrs)) {
+		seen := false
+		for _, k := range cached {
+			seen = seen || k.Name == name
+		}
+		if seen {
+			continue
+		}
+		c := mem.crrs[name]
+		c.Unseen = true
+		if at, ok := mem.deletedCRRs[name]; ok && !c.Finished() {
+			c.Phase, c.Completed, c.Message = "Completed", at, "deleted by this controller"
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// remember records a refusal in the pod's memory, counting refusals of the
+// same write (same kind; for a CRR, the same attempt of the same one) in a row.
+func (m *podMemory) remember(r decision.Refusal, now time.Time) decision.Refusal {
+	if m.refused == nil {
+		m.refused = map[decision.ActionKind]decision.Refusal{}
+	}
+	r.Count, r.Permanents, r.At = 1, 0, now
+	if prev, ok := m.refused[r.Kind]; ok && prev.Attempt == r.Attempt && prev.CRRName == r.CRRName {
+		r.Count, r.Permanents = prev.Count+1, prev.Permanents
+	}
+	if r.Permanent {
+		r.Permanents++
+	}
+	m.refused[r.Kind] = r
+	return r
+}
+
+// refusals lists what the pod's memory holds, for the decision.
+func (m *podMemory) refusals() []decision.Refusal {
+	var out []decision.Refusal
+	for _, k := range refusalKinds {
+		if r, ok := m.refused[k]; ok {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func (m *podMemory) swapped(container string, at time.Time) {
+	if m.swappedAt == nil {
+		m.swappedAt = map[string]time.Time{}
+	}
+	if _, ok := m.swappedAt[container]; !ok {
+		m.swappedAt[container] = at
+	}
+}
+
+// sentThisSync reports whether the same write waits in the pod's
+// expectations: sent and accepted in an earlier pass of this sync, which
+// decides again on the same cache (a refusal of another write made it pass
+// again). Sending it once more would be a second write for nothing, and a
+// refusal of that second one would count as a failed kill.
+func (m *podMemory) sentThisSync(a decision.Action) bool {
+	for _, e := range m.pending {
+		if e.action.Kind == a.Kind && e.action.CRRName == a.CRRName && slices.Equal(e.action.Containers, a.Containers) {
+			return true
+		}
+	}
+	return false
+}
+
+// expect remembers a write before it is sent; now is read only for the
+// sync's first unseen write.
+func (m *podMemory) expect(a decision.Action, now func() time.Time) {
+	if len(m.pending) == 0 {
+		m.since = now()
+	}
+	m.pending = append(m.pending, expectation{action: a})
+}
+
+// unexpect forgets a write that failed.
+func (m *podMemory) unexpect(a decision.Action) {
+	for i, e := range m.pending {
+		if e.action.Kind == a.Kind && e.action.CRRName == a.CRRName {
+			m.pending = append(m.pending[:i], m.pending[i+1:]...)
+			return
+		}
+	}
+}
+
+// newPodMemory is the memory of a pod first synced (or replaced by another
+// of the same name).
+func newPodMemory(uid types.UID) *podMemory {
+	return &podMemory{uid: uid, warned: map[string]bool{}, failed: map[string]bool{}}
+}
+
+// isFor reports whether this is the memory of the pod with this uid.
+func (m *podMemory) isFor(uid types.UID) bool { return m.uid == uid }
+
+// isTracked reports whether the pod counts in the pods-tracked gauge.
+func (m *podMemory) isTracked() bool { return m.tracked }
+
+// setTracked records whether the pod counts in the pods-tracked gauge.
+func (m *podMemory) setTracked(tracked bool) { m.tracked = tracked }
+
+// pendingWrites are the writes whose effect the cache has not shown yet.
+func (m *podMemory) pendingWrites() []expectation { return m.pending }
+
+// waitedFor is how long the cache has been waited for, at now.
+func (m *podMemory) waitedFor(now time.Time) time.Duration { return now.Sub(m.since) }
+
+// cacheCaughtUp forgets the pending writes: the cache shows them, or the
+// wait for it timed out and the pod is decided afresh.
+func (m *podMemory) cacheCaughtUp() { m.pending = nil }
+
+// stillUnseen restarts the wait for writes the API server shows applied
+// but the cache does not yet.
+func (m *podMemory) stillUnseen(now time.Time) { m.since = now }
+
+// staleOn records the cache's view on which a write refused as stale was
+// decided, so that the pod is not decided on that view again.
+func (m *podMemory) staleOn(view string, now time.Time) { m.staleView, m.staleAt = view, now }
+
+// staleView is the view of a write refused as stale, and when it was
+// refused; "" when none.
+func (m *podMemory) staleViewAt() (string, time.Time) { return m.staleView, m.staleAt }
+
+// staleViewGone forgets the stale view: the cache moved past it.
+func (m *podMemory) staleViewGone() { m.staleView = "" }
+
+// wrote records a write the API server accepted: its kind's refusal is
+// over, a CRR deleted or made is remembered (made: the CRR as sent, nil
+// otherwise), the cache's lag is counted from the answer, and a swap's
+// containers are swapped from now.
+func (m *podMemory) wrote(a decision.Action, made *kruisev1alpha1.ContainerRecreateRequest, now func() time.Time) {
+	delete(m.refused, a.Kind)
+	switch a.Kind {
+	case decision.ActionDeleteCRR:
+		m.crrDeleted(a.CRRName, now())
+	case decision.ActionCreateCRR:
+		m.madeCRR(made, now())
+	}
+	// The cache's lag is counted from the write's answer, not from its
+	// start: a write slow at a loaded API server must not eat the wait.
+	m.since = now()
+	if a.Kind == decision.ActionSwapImage {
+		for _, c := range a.Containers {
+			m.swapped(c, now())
+		}
+	}
+}
+
+// refusedWrite records a refused write: the refusal, counted (remember), a
+// delete that may have been applied as a deleted CRR, a refused create as
+// such. It returns the refusal as counted.
+func (m *podMemory) refusedWrite(a decision.Action, refusal decision.Refusal, now func() time.Time) decision.Refusal {
+	refusal = m.remember(refusal, now())
+	if a.Kind == decision.ActionDeleteCRR && refusal.MaybeApplied {
+		m.crrDeleted(a.CRRName, now())
+	}
+	if a.Kind == decision.ActionCreateCRR {
+		m.crrRefused(a)
+	}
+	return refusal
+}
+
+// hasCRRs reports whether any CRR of the pod is remembered.
+func (m *podMemory) hasCRRs() bool { return len(m.crrs) > 0 }
+
+// knowsCRR reports whether the CRR is remembered.
+func (m *podMemory) knowsCRR(name string) bool {
+	_, known := m.crrs[name]
+	return known
+}
+
+// crr is the remembered CRR of that name.
+func (m *podMemory) crr(name string) decision.CRR { return m.crrs[name] }
+
+// liveCRRSeen remembers a CRR read live: seen, and no longer taken for one
+// this controller deleted.
+func (m *podMemory) liveCRRSeen(c decision.CRR) {
+	delete(m.deletedCRRs, c.Name)
+	m.seeCRR(c)
+}
+
+// refusedEarlierStages are the creates of stages before stage that this
+// controller was refused and whose CRRs it knows of no other way.
+func (mem *podMemory) refusedEarlierStages(stage int) []decision.Action {
+	var out []decision.Action
+	for _, name := range slices.Sorted(maps.Keys(mem.refusedCRRs)) {
+		a := mem.refusedCRRs[name]
+		if _, known := mem.crrs[name]; known || a.Stage >= stage {
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// hasRefusedCRRs and hasDeletedCRRs say whether any CRR create was refused,
+// or any CRR deleted, by this controller.
+func (m *podMemory) hasRefusedCRRs() bool { return len(m.refusedCRRs) > 0 }
+func (m *podMemory) hasDeletedCRRs() bool { return len(m.deletedCRRs) > 0 }
+
+// deletedEarlierStages names the CRRs of stages before stage that this
+// controller deleted, in order, whatever the cache shows.
+func (mem *podMemory) deletedEarlierStages(stage int) []string {
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(mem.crrs)) {
+		_, deleted := mem.deletedCRRs[name]
+		if c := mem.crrs[name]; !deleted || c.Stage >= stage {
+			continue
+		}
+		out = append(out, name)
+	}
+	return out
+}
+
+// swapTimes is when each sidecar was swapped, for the decision.
+func (m *podMemory) swapTimes() map[string]time.Time { return m.swappedAt }
+
+// firstWarning reports whether this Warning (reason and message) is new
+// for the pod, and remembers it.
+func (m *podMemory) firstWarning(key string) bool {
+	if m.warned[key] {
+		return false
+	}
+	m.warned[key] = true
+	return true
+}
+
+// firstFailedKill reports whether the container's failed kill is new for
+// the pod, and remembers it.
+func (m *podMemory) firstFailedKill(container string) bool {
+	if m.failed[container] {
+		return false
+	}
+	m.failed[container] = true
+	return true
+}
+
+// attemptsRecorded reports whether this attempts mark was written already;
+// recordedAttempts remembers that it was.
+func (m *podMemory) attemptsRecorded(mark string) bool { return m.attemptsMark == mark }
+func (m *podMemory) recordedAttempts(mark string)      { m.attemptsMark = mark }
+
+// waiting records when the pod's wait began (zero: it does not wait);
+// waitingSinceTime reads it.
+func (m *podMemory) waiting(since time.Time)     { m.waitingSince = since }
+func (m *podMemory) waitingSinceTime() time.Time { return m.waitingSince }
+
+// lookedForSecond reports whether kruise's CRR was looked for for all of
+// why, lookedForSecondAny for any of it; lookForSecond records a look for
+// why.
+func (m *podMemory) lookedForSecond(why int) bool    { return m.secondLooked&why == why }
+func (m *podMemory) lookedForSecondAny(why int) bool { return m.secondLooked&why != 0 }
+func (m *podMemory) lookForSecond(why int)           { m.secondLooked |= why }
+
+// secondTerminator is OpenKruise's SidecarTerminator's CRR for the pod, once
+// found (nil until then); secondFound remembers it.
+func (m *podMemory) secondTerminator() *decision.SecondTerminator { return m.second }
+func (m *podMemory) secondFound(st *decision.SecondTerminator)    { m.second = st }
+
+// secondWasNoted reports whether the second terminator was noted in the
+// pod's log and metric; noteSecond remembers that it was.
+func (m *podMemory) secondWasNoted() bool { return m.secondNoted }
+func (m *podMemory) noteSecond()          { m.secondNoted = true }
