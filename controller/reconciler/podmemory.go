@@ -21,18 +21,19 @@ import (
 //     of the same name (isFor); it is cleared by dropping it (Reconciler.forget,
 //     when the pod is gone or ignored outright);
 //   - before deciding: the writes still unseen (pendingWrites, waitedFor,
-//     cacheCaughtUp, stillUnseen, expectationsTimedOut) and the stale view
-//     (staleView, staleViewGone);
+//     cacheCaughtUp, stillUnseen) and the stale view (staleViewAt,
+//     staleViewGone);
 //   - what the decision reads: rememberedCRRs, refusals, swapTimes,
 //     secondTerminator (Reconciler.memoryInput);
 //   - a write: expect before it is sent, unexpect when it failed, wrote when
 //     it was accepted, refusedWrite when it was refused, staleOn when it was
 //     refused as stale; sentThisSync for a later pass of the same sync;
-//   - a seen CRR: seeCRR, liveCRRSeen, and the reads knowsCRR, crr,
-//     refusedEarlierStages, deletedEarlierStages;
-//   - a finished pod record: firstWarning, firstFailedKill, swapped,
+//   - a seen CRR: seeCRR, madeCRR, liveCRRSeen, and the reads hasCRRs,
+//     knowsCRR, crr, refusedEarlierStages, deletedEarlierStages;
+//   - the record of a decision: firstWarning, firstFailedKill, swapped,
 //     attemptsRecorded/recordedAttempts, waiting/waitingSinceTime,
-//     lookForSecond, secondFound, noteSecond, and the tracked flag.
+//     lookForSecond, secondFound, noteSecond, and the tracked flag
+//     (isTracked/setTracked).
 type podMemory struct {
 	uid     types.UID
 	pending []expectation
@@ -119,9 +120,9 @@ func (m *podMemory) crrRefused(a decision.Action) {
 // rememberedCRRs are the remembered CRRs the cache does not show: as last
 // seen, or finished when this controller deleted them. A CRR the cache
 // shows is the cache's (newer) copy, even one deleted and made again.
-func (mem *podMemory) rememberedCRRs(cached []*kruisev1alpha1.ContainerRecreateRequest) []decision.CRR {
+func (m *podMemory) rememberedCRRs(cached []*kruisev1alpha1.ContainerRecreateRequest) []decision.CRR {
 	var out []decision.CRR
-	for _, name := range slices.Sorted(maps.Keys(mem.crrs)) {
+	for _, name := range slices.Sorted(maps.Keys(m.crrs)) {
 		seen := false
 		for _, k := range cached {
 			seen = seen || k.Name == name
@@ -129,9 +130,9 @@ func (mem *podMemory) rememberedCRRs(cached []*kruisev1alpha1.ContainerRecreateR
 		if seen {
 			continue
 		}
-		c := mem.crrs[name]
+		c := m.crrs[name]
 		c.Unseen = true
-		if at, ok := mem.deletedCRRs[name]; ok && !c.Finished() {
+		if at, ok := m.deletedCRRs[name]; ok && !c.Finished() {
 			c.Phase, c.Completed, c.Message = "Completed", at, "deleted by this controller"
 		}
 		out = append(out, c)
@@ -242,7 +243,7 @@ func (m *podMemory) stillUnseen(now time.Time) { m.since = now }
 // decided, so that the pod is not decided on that view again.
 func (m *podMemory) staleOn(view string, now time.Time) { m.staleView, m.staleAt = view, now }
 
-// staleView is the view of a write refused as stale, and when it was
+// staleViewAt is the view of a write refused as stale, and when it was
 // refused; "" when none.
 func (m *podMemory) staleViewAt() (string, time.Time) { return m.staleView, m.staleAt }
 
@@ -306,11 +307,11 @@ func (m *podMemory) liveCRRSeen(c decision.CRR) {
 
 // refusedEarlierStages are the creates of stages before stage that this
 // controller was refused and whose CRRs it knows of no other way.
-func (mem *podMemory) refusedEarlierStages(stage int) []decision.Action {
+func (m *podMemory) refusedEarlierStages(stage int) []decision.Action {
 	var out []decision.Action
-	for _, name := range slices.Sorted(maps.Keys(mem.refusedCRRs)) {
-		a := mem.refusedCRRs[name]
-		if _, known := mem.crrs[name]; known || a.Stage >= stage {
+	for _, name := range slices.Sorted(maps.Keys(m.refusedCRRs)) {
+		a := m.refusedCRRs[name]
+		if _, known := m.crrs[name]; known || a.Stage >= stage {
 			continue
 		}
 		out = append(out, a)
@@ -325,11 +326,11 @@ func (m *podMemory) hasDeletedCRRs() bool { return len(m.deletedCRRs) > 0 }
 
 // deletedEarlierStages names the CRRs of stages before stage that this
 // controller deleted, in order, whatever the cache shows.
-func (mem *podMemory) deletedEarlierStages(stage int) []string {
+func (m *podMemory) deletedEarlierStages(stage int) []string {
 	var out []string
-	for _, name := range slices.Sorted(maps.Keys(mem.crrs)) {
-		_, deleted := mem.deletedCRRs[name]
-		if c := mem.crrs[name]; !deleted || c.Stage >= stage {
+	for _, name := range slices.Sorted(maps.Keys(m.crrs)) {
+		_, deleted := m.deletedCRRs[name]
+		if c := m.crrs[name]; !deleted || c.Stage >= stage {
 			continue
 		}
 		out = append(out, name)
