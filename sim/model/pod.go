@@ -78,7 +78,7 @@ type Pod struct {
 	// restarting every container in place; restartedAll counts such restarts.
 	restartingAll bool
 	restartedAll  int
-	version   uint64 // bumped on every change a status would show
+	version       uint64 // bumped on every change a status would show
 }
 
 // Version changes whenever the status would: publish a new status only then.
