@@ -134,7 +134,7 @@ func TestRestartRulesAtTheDefaultGates(t *testing.T) {
 	if !utilfeature.DefaultFeatureGate.Enabled(features.ContainerRestartRules) {
 		t.Fatalf("%s: ContainerRestartRules is off by default; the decision reads restartPolicyRules", kubernetesVersion())
 	}
-	rows, conservative := 0, 0
+	rows, conservative, disagreements := 0, 0, 0
 	forEachRow(func(r row, c corev1.Container, pod *corev1.Pod) {
 		rows++
 		want := kubelet(t, r, c, pod)
@@ -144,11 +144,12 @@ func TestRestartRulesAtTheDefaultGates(t *testing.T) {
 		case !gateOn && got.AllContainers && got.Again && !want:
 			conservative++
 		default:
+			disagreements++
 			t.Errorf("%s: kubelet restarts=%v, decision restarts=%v (%s)", r, want, got.Again, got.Rule)
 		}
 	})
 	t.Logf("kubelet %s at its default gates (RestartAllContainersOnContainerExits %v): %d rows, %d disagreements, %d differ as a matched RestartAllContainers rule counted as a restart",
-		kubernetesVersion(), gateOn, rows, 0, conservative)
+		kubernetesVersion(), gateOn, rows, disagreements, conservative)
 	if gateOn && conservative != 0 {
 		t.Fatalf("%d conservative rows with the gate on", conservative)
 	}
