@@ -49,7 +49,9 @@ func ParseProfile(s string) (Profile, error) {
 
 // RestartsOnImageChange says whether the provider restarts a container
 // whose image an update changed.
-func (p Profile) RestartsOnImageChange() bool { return p == "" || p == ProfileRestart || p == ProfileECI }
+func (p Profile) RestartsOnImageChange() bool {
+	return p == "" || p == ProfileRestart || p == ProfileECI
+}
 
 // KubeletVersion is what the node reports as status.nodeInfo.kubeletVersion.
 func (p Profile) KubeletVersion() string {
