@@ -214,13 +214,15 @@ func leaveToPlatform(cs []Container, caps Capabilities) []Container {
 // until the pod is deleted, and a Warning says so and what deletes it. A
 // swap there would change the spec and nothing else.
 func (p Plan) settleWithoutStop(in Input, mains, running []Container, settled bool) Plan {
-	if len(running) == 0 {
-		return p.with(VerdictDone, "the main containers are done and every sidecar has terminated")
-	}
 	platform := in.Node.platform()
 	if settled {
-		return p.with(VerdictDone, fmt.Sprintf("the phase is settled from the main containers; sidecars %v run on, on %s node %q, which cannot stop one container, until the pod is deleted",
-			names(running), platform, in.Node.Name))
+		// A settled pod's regular sidecars are not listed as running
+		// (Decide), but they run on all the same.
+		return p.with(VerdictDone, fmt.Sprintf("the phase is settled from the main containers; the sidecars run on, on %s node %q, which cannot stop one container, until the pod is deleted",
+			platform, in.Node.Name))
+	}
+	if len(running) == 0 {
+		return p.with(VerdictDone, "the main containers are done and every sidecar has terminated")
 	}
 	if refused, wait := p.settleRefused(in, running); wait {
 		return refused
