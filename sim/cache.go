@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
 	"github.com/sidecar-terminator/sidecar-terminator/controller/reconciler"
 )
 
@@ -22,7 +23,8 @@ type Cache struct {
 	pods   map[cache.ObjectName]*corev1.Pod
 	crrs   map[cache.ObjectName]*kruisev1alpha1.ContainerRecreateRequest
 	byUID  map[types.UID]map[cache.ObjectName]bool // CRRs by their pod-uid label
-	nodes  map[string]map[string]string
+	nodes  map[string]decision.NodeFacts
+	young  map[string]bool // nodes within the daemon grace (nodes.go)
 	// noDaemon: normal nodes whose NodeImage no kruise-daemon ever wrote.
 	noDaemon map[string]bool
 	// nodeImages: OpenKruise's NodeImage API is served (OpenKruise is
@@ -49,7 +51,7 @@ var _ reconciler.Reader = (*Cache)(nil)
 func (w *World) listCache(crrAPI bool) *Cache {
 	c := &Cache{world: w, crrAPI: crrAPI, pods: map[cache.ObjectName]*corev1.Pod{},
 		crrs: map[cache.ObjectName]*kruisev1alpha1.ContainerRecreateRequest{}, byUID: map[types.UID]map[cache.ObjectName]bool{},
-		nodes: map[string]map[string]string{}, deleted: map[types.UID]bool{}}
+		nodes: map[string]decision.NodeFacts{}, young: map[string]bool{}, deleted: map[types.UID]bool{}}
 	for k, e := range w.pods {
 		c.pods[k] = e.obj
 	}
@@ -60,7 +62,8 @@ func (w *World) listCache(crrAPI bool) *Cache {
 	}
 	c.noDaemon = map[string]bool{}
 	for _, n := range w.nodes {
-		c.nodes[n.name] = n.labels
+		c.nodes[n.name] = n.facts
+		c.young[n.name] = n.young
 		c.noDaemon[n.name] = !n.virtual && n.daemon == nil
 	}
 	return c
@@ -75,9 +78,9 @@ func (c *Cache) Pod(namespace, name string) (*corev1.Pod, error) {
 	return p, nil
 }
 
-func (c *Cache) NodeLabels(name string) (map[string]string, bool) {
-	l, ok := c.nodes[name]
-	return l, ok
+func (c *Cache) Node(name string) (decision.NodeFacts, bool) {
+	f, ok := c.nodes[name]
+	return f, ok
 }
 
 // CRRs lists the pod's CRRs by name, so the order never depends on a map.

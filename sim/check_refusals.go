@@ -36,8 +36,8 @@ func (ch *Checker) stopRequested(e *podEntry, container, cause string) {
 // crrCounted counts the CRRs created for a pod against the scenario's
 // MaxCRRsPerPod: the attempts must not reset when kruise deletes CRRs.
 func (ch *Checker) crrCounted(crr *kruisev1alpha1.ContainerRecreateRequest, e *podEntry) {
-	if !e.node.virtual && e.node.daemon == nil {
-		ch.violate("safety", e, "CRR %s made for a pod on node %s, where no kruise-daemon runs: it can only wait for its deadline", crr.Name, e.node.name)
+	if e.node.daemon == nil {
+		ch.violate("safety", e, "CRR %s made for a pod on node %s (%s), where no kruise-daemon runs: it can only wait for its deadline", crr.Name, e.node.name, e.node.platform)
 		return
 	}
 	e.truth.crrs++

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
 	"github.com/sidecar-terminator/sidecar-terminator/sim/model"
 )
 
@@ -29,6 +30,16 @@ type node struct {
 	// ignoresImageUpdates: the provider never restarts a container whose
 	// image changed (NodeGroup.IgnoresImageUpdates).
 	ignoresImageUpdates bool
+	// facts are what the node says of itself; platform is its placement
+	// key (decision.PlatformOf of the facts).
+	facts    decision.NodeFacts
+	platform decision.Platform
+	// young: a node created for the pod (EKS Fargate), whose NodeImage is
+	// within the daemon grace whenever it is looked at.
+	young bool
+	// runsOnWhenTerminal: a virtual-kubelet node that cannot stop one
+	// container keeps running a pod whose phase was settled.
+	runsOnWhenTerminal bool
 }
 
 type daemon struct {
@@ -50,11 +61,11 @@ func (w *World) makeNodes() {
 			n := &node{name: fmt.Sprintf("node-%d-%d", gi, i), virtual: g.Virtual, labels: map[string]string{"kubernetes.io/os": "linux"},
 				kubeletLag: 300 * time.Millisecond, ignoresImageUpdates: g.IgnoresImageUpdates}
 			timings := model.DefaultTimings()
-			if g.Virtual {
+			if g.Virtual && g.Platform == "" {
 				n.name = fmt.Sprintf("virtual-%d-%d", gi, i)
 				n.labels["type"] = "virtual-kubelet"
 				timings.Pull, n.kubeletLag = 5*time.Second, time.Second
-			} else if !g.NoDaemon {
+			} else if !g.NoDaemon && (g.Platform == "" || g.Platform.Capabilities().KruiseDaemon) {
 				n.daemon = &daemon{spec: g.Daemon}
 				if n.daemon.spec.Pickup == 0 {
 					n.daemon.spec.Pickup = time.Second
@@ -66,6 +77,11 @@ func (w *World) makeNodes() {
 					}
 				}
 			}
+			n.facts = decision.NodeFacts{Name: n.name, Labels: n.labels}
+			if g.Platform != "" {
+				w.platformNode(n, g.Platform, gi, i, &timings)
+			}
+			n.platform, _ = decision.PlatformOf(n.facts, n.virtual)
 			timings.Start = w.s.jitter(timings.Start, 0.5)
 			n.cfg = model.Config{Timings: timings, Images: model.Images{Pullable: pullable, QuickExit: map[string]bool{QuickExitImage: true}}}
 			w.nodes = append(w.nodes, n)
@@ -75,21 +91,21 @@ func (w *World) makeNodes() {
 
 // pickNode places pods round-robin over the nodes of the kind, so a
 // broadcast-style scenario (as many pods as nodes) gets one pod per node.
-func (s *Sim) pickNode(virtual bool) *node {
+func (s *Sim) pickNode(kind decision.Platform) *node {
 	w := s.world
 	if w.byKind == nil {
-		w.byKind = map[bool][]*node{}
+		w.byKind = map[decision.Platform][]*node{}
 		for _, n := range w.nodes {
-			w.byKind[n.virtual] = append(w.byKind[n.virtual], n)
+			w.byKind[n.platform] = append(w.byKind[n.platform], n)
 		}
-		w.rr = map[bool]int{}
+		w.rr = map[decision.Platform]int{}
 	}
-	nodes := w.byKind[virtual]
+	nodes := w.byKind[kind]
 	if len(nodes) == 0 {
-		panic(fmt.Sprintf("scenario %s: no node with virtual=%v", s.sc.Name, virtual))
+		panic(fmt.Sprintf("scenario %s: no node of platform %s", s.sc.Name, kind))
 	}
-	n := nodes[w.rr[virtual]%len(nodes)]
-	w.rr[virtual]++
+	n := nodes[w.rr[kind]%len(nodes)]
+	w.rr[kind]++
 	n.pods++
 	return n
 }

@@ -116,6 +116,8 @@ func (c *Cache) KruiseDaemon(node string, _ time.Time, _ time.Duration) (decisio
 	switch {
 	case !c.nodeImages:
 		return decision.DaemonUnknown, "OpenKruise's NodeImage API is not served"
+	case c.young[node]:
+		return decision.DaemonUnknown, "the node's NodeImage is younger than the grace and kruise-daemon has not written it"
 	case c.noDaemon[node]:
 		return decision.DaemonAbsent, "kruise-daemon never wrote the node's NodeImage"
 	}

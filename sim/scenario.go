@@ -4,6 +4,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
 )
 
 // Images the simulated nodes know.
@@ -78,6 +80,10 @@ type NodeGroup struct {
 	// NoDaemon: normal nodes where no kruise-daemon runs at all (a pool the
 	// DaemonSet excludes); OpenKruise's NodeImage shows it (kube/daemons.go).
 	NoDaemon bool
+	// Platform, when set, makes the group's nodes say what that platform's
+	// nodes say (platforms.go) and behave as its capabilities say; Virtual
+	// and IgnoresImageUpdates follow from it.
+	Platform decision.Platform
 }
 
 // DaemonSpec shapes kruise-daemon on a group of normal nodes.
@@ -100,7 +106,9 @@ type Template struct {
 	Containers    []C
 	Annotations   map[string]string
 	Virtual       bool // placed on a virtual node; otherwise on a normal one
-	Expect        Expect
+	// Platform, when set, places the pod on a node of that platform.
+	Platform decision.Platform
+	Expect   Expect
 	// DeleteAt deletes the pod this long after creation (zero: never);
 	// DeleteAfterMainsDone deletes it that long after its mains are done.
 	DeleteAt, DeleteAfterMainsDone Range

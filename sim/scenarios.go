@@ -40,10 +40,11 @@ func onFailure(name string, cs ...C) Template {
 	return Template{Name: name, RestartPolicy: corev1.RestartPolicyOnFailure, Containers: cs}
 }
 
-func (t Template) virtual() Template             { t.Virtual = true; return t }
-func (t Template) expect(e Expect) Template      { t.Expect = e; return t }
-func (t Template) weight(w int) Template         { t.Weight = w; return t }
-func (t Template) annotate(k, v string) Template { t.Annotations = map[string]string{k: v}; return t }
+func (t Template) virtual() Template               { t.Virtual = true; return t }
+func (t Template) on(p decision.Platform) Template { t.Platform = p; return t }
+func (t Template) expect(e Expect) Template        { t.Expect = e; return t }
+func (t Template) weight(w int) Template           { t.Weight = w; return t }
+func (t Template) annotate(k, v string) Template   { t.Annotations = map[string]string{k: v}; return t }
 
 var (
 	normalNodes  = []NodeGroup{{Count: 20}}

@@ -102,6 +102,11 @@ func SoakScenario(seed uint64, pods int) Scenario {
 		f.KubeletPhaseWriteBack = frac(1)
 	}
 	f.CRRLabelStripped = pick(0.05)
+	// Nodes of every platform (decision/platform.go), drawn last.
+	if pick(0.5) {
+		nodes = append(nodes, platformNodes[1:5]...)
+		templates = append(templates, platformTemplates()...)
+	}
 	return Scenario{
 		Name: "soak", Purpose: fmt.Sprintf("random faults %s", f),
 		Pods: pods, Nodes: nodes,

@@ -30,7 +30,7 @@ func (nopRecorder) Event(runtime.Object, string, string, string) {}
 func BenchmarkSyncWithRunningPods(b *testing.B) {
 	for _, n := range []int{1000, 4000, 16000} {
 		b.Run(fmt.Sprintf("pods=%d", n), func(b *testing.B) {
-			c := &Cache{pods: map[cache.ObjectName]*corev1.Pod{}, nodes: map[string]map[string]string{"node-1": {}}}
+			c := &Cache{pods: map[cache.ObjectName]*corev1.Pod{}, nodes: map[string]decision.NodeFacts{"node-1": {Name: "node-1"}}}
 			keys := make([]cache.ObjectName, n)
 			for i := range keys {
 				pod := podtest.Pod(fmt.Sprintf("p%d", i)).Container("main").Container("other").Build()
@@ -72,7 +72,7 @@ func BenchmarkSyncStages(b *testing.B) {
 	} {
 		b.Run(stage.name, func(b *testing.B) {
 			// A virtual node: the sidecar's path is the image swap.
-			c := &Cache{pods: map[cache.ObjectName]*corev1.Pod{}, nodes: map[string]map[string]string{"vk-1": {"type": "virtual-kubelet"}}}
+			c := &Cache{pods: map[cache.ObjectName]*corev1.Pod{}, nodes: map[string]decision.NodeFacts{"vk-1": {Name: "vk-1", Labels: map[string]string{"type": "virtual-kubelet"}}}}
 			keys := make([]cache.ObjectName, n)
 			for i := range keys {
 				pod := podtest.Pod(fmt.Sprintf("p%d", i)).Node("vk-1").Phase(stage.phase).Container("main", stage.main).

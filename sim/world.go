@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
 	"github.com/sidecar-terminator/sidecar-terminator/sim/model"
 )
 
@@ -40,8 +41,8 @@ type World struct {
 	// crrsOf indexes CRRs by their owner pod's UID, in creation order.
 	crrsOf  map[types.UID][]cache.ObjectName
 	nodes   []*node
-	byKind  map[bool][]*node // nodes by virtual
-	rr      map[bool]int
+	byKind  map[decision.Platform][]*node // nodes by platform (placement)
+	rr      map[decision.Platform]int
 	created int // pods created from the scenario's count (not recreations)
 	uids    int
 	// crdRemoved: OpenKruise's CRD was deleted (the CRDRemoved fault).
@@ -79,7 +80,7 @@ func (w *World) arrive(i int) {
 }
 
 func (w *World) createPod(name string, t *Template) {
-	n := w.s.pickNode(t.Virtual)
+	n := w.s.pickNode(placement(t.Platform, t.Virtual))
 	w.uids++
 	uid := types.UID(fmt.Sprintf("%08x-0000-4000-8000-%012x", w.uids, w.uids))
 	pod := w.s.buildPod(name, uid, n.name, t)
@@ -177,6 +178,13 @@ func (w *World) publishPod(e *podEntry, old *corev1.Pod) {
 		if !e.truth.writtenBack && w.s.chance(w.s.sc.Faults.KubeletPhaseWriteBack) {
 			e.truth.writtenBack = true
 			w.s.after(w.s.jitter(e.node.kubeletLag, 0.5), func() { w.s.kubeletWriteBack(e) })
+			return
+		}
+		if e.node.runsOnWhenTerminal {
+			// virtual-kubelet neither syncs nor stops a pod whose phase is
+			// terminal (node/pod.go, shouldSkipPodStatusUpdate, v1.14.1);
+			// the provider runs it on until the pod is deleted.
+			w.s.trace.add(e.obj.Name, "node %s runs the pod on in phase %s", e.node.name, e.obj.Status.Phase)
 			return
 		}
 		w.s.after(w.s.jitter(e.node.kubeletLag, 0.5), func() { w.s.kubeletSeeFinished(e) })

@@ -62,6 +62,10 @@ func classifyRegular(pod *corev1.Pod, index int, c corev1.Container, annotated b
 			if env.Name == EnvIgnoreExitCode {
 				ctr.IgnoreExitCode = value
 			}
+		case EnvECIContainerType:
+			if env.ValueFrom == nil && strings.EqualFold(env.Value, eciSidecarType) {
+				ctr.PlatformMark = EnvECIContainerType + "=" + eciSidecarType
+			}
 		case EnvTerminateWithImage:
 			if env.ValueFrom != nil {
 				bad(ReasonInvalidSidecarEnv, "env %s must have a literal value, not valueFrom", env.Name)

@@ -17,6 +17,8 @@ func Decide(in Input) Plan {
 		return Plan{Verdict: VerdictIgnored, Reason: why}
 	}
 	containers, problems := Classify(pod, in.Policy)
+	caps := in.Node.Capabilities()
+	containers = leaveToPlatform(containers, caps)
 	plan := Plan{Containers: containers, Problems: problems, NodePath: nodePath(in)}
 
 	var mains, sidecars []Container
@@ -45,10 +47,12 @@ func Decide(in Input) Plan {
 	}
 	plan.MainsDoneAt = doneAt
 
-	var regular, ignoring, restarting []Container
+	var regular, ignoring, restarting, platformOwn []Container
 	for _, s := range sidecars {
 		switch {
 		case s.State == StateTerminated:
+		case s.carriesMark(caps):
+			platformOwn = append(platformOwn, s)
 		case s.IgnoreExitCode:
 			ignoring = append(ignoring, s)
 		case settled:
@@ -57,6 +61,9 @@ func Decide(in Input) Plan {
 		default:
 			regular = append(regular, s)
 		}
+	}
+	if in.Node.Found && !caps.stopsOne() {
+		return plan.settleWithoutStop(in, mains, append(append(regular, ignoring...), restarting...), settled)
 	}
 	for _, s := range restarting {
 		plan.Problems = append(plan.Problems, Problem{Reason: killBlockedReason(s), Message: killBlockedMessage(s)})
@@ -101,6 +108,9 @@ func Decide(in Input) Plan {
 			return plan.with(VerdictInProgress, fmt.Sprintf("the phase is settled; sidecars %v are left to the kubelet: no stop of ours is safe for them", names(ignoring)))
 		}
 		return plan.kill(in, killable)
+	}
+	if len(platformOwn) > 0 {
+		return plan.leftToPlatform(in, platformOwn)
 	}
 	return plan.with(VerdictDone, "the main containers are done and every sidecar has terminated")
 }

@@ -34,6 +34,7 @@ func (p Plan) kill(in Input, targets []Container) Plan {
 		inFlight = !latest.Finished() && in.Now.Before(deadline)
 	}
 
+	caps := in.Node.Capabilities()
 	var byCRR []Container
 	var bySwap []Swap
 	var waiting, noPath []string
@@ -87,9 +88,11 @@ func (p Plan) kill(in Input, targets []Container) Plan {
 		// that swap before the CRR case are those without a CRR path.
 		swap := Swap{Index: c.Index, Container: c.Name, From: c.Image, To: image}
 		switch {
-		case in.Node.Virtual:
+		case !caps.KruiseDaemon:
+			// The platform never runs kruise-daemon (platform.go): no CRR,
+			// no wait for the daemon signal; the swap at once.
 			if image == "" {
-				noPath = append(noPath, fmt.Sprintf("container %q is on virtual node %q, which runs no kruise-daemon, and has no usable quick-exit image", c.Name, in.Node.Name))
+				noPath = append(noPath, fmt.Sprintf("container %q is on %s node %q, which can run no kruise-daemon, and has no usable quick-exit image", c.Name, in.Node.platform(), in.Node.Name))
 				continue
 			}
 			bySwap = append(bySwap, swap)
@@ -253,6 +256,10 @@ func describeActions(actions []Action) string {
 		case ActionDeleteCRR:
 			parts[i] = fmt.Sprintf("ContainerRecreateRequest %s of stop-order stage %d is deleted, so kruise-daemon takes up the next stage's", a.CRRName, a.Stage)
 		case ActionSettlePhase:
+			if a.LeftRunning {
+				parts[i] = fmt.Sprintf("phase settled to %s from the main containers; sidecars %v run on until the pod is deleted", a.Phase, a.Containers)
+				break
+			}
 			parts[i] = fmt.Sprintf("phase settled to %s before stopping ignore-exit-code sidecars %v", a.Phase, a.Containers)
 		}
 	}

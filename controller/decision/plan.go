@@ -61,6 +61,9 @@ type Action struct {
 
 	// For ActionSettlePhase.
 	Phase corev1.PodPhase
+	// LeftRunning: the settle is all there is, on a node that cannot stop
+	// the sidecars (platform.go); they run on until the pod is deleted.
+	LeftRunning bool
 }
 
 // Swap replaces the image of spec.containers[Index], expected to be From.
@@ -84,13 +87,16 @@ const (
 	ReasonUnknownSidecarName       = "UnknownSidecarName"
 	ReasonNoMainContainer          = "NoMainContainer"
 	ReasonNoTerminationPath        = "NoTerminationPath"
-	ReasonNodeNotFound             = "NodeNotFound"
-	ReasonSidecarKillFailed        = "SidecarKillFailed"
-	ReasonSidecarKillGaveUp        = "SidecarKillGaveUp"
-	ReasonPhaseSettleRefused       = "PhaseSettleRefused"
-	ReasonQuickExitNotRunning      = "QuickExitImageNotRunning"
-	ReasonInvalidStopOrder         = "InvalidStopOrder"
-	ReasonStopOrderHeldUp          = "StopOrderHeldUp"
+	// ReasonSidecarLeftRunning: the node cannot stop a sidecar, the phase
+	// was settled instead, and the sidecar runs on until the pod is deleted.
+	ReasonSidecarLeftRunning  = "SidecarLeftRunning"
+	ReasonNodeNotFound        = "NodeNotFound"
+	ReasonSidecarKillFailed   = "SidecarKillFailed"
+	ReasonSidecarKillGaveUp   = "SidecarKillGaveUp"
+	ReasonPhaseSettleRefused  = "PhaseSettleRefused"
+	ReasonQuickExitNotRunning = "QuickExitImageNotRunning"
+	ReasonInvalidStopOrder    = "InvalidStopOrder"
+	ReasonStopOrderHeldUp     = "StopOrderHeldUp"
 )
 
 // Plan is the outcome of Decide.

@@ -9,7 +9,7 @@ func WarningReasons() []string {
 		ReasonUnknownSidecarName, ReasonNoMainContainer, ReasonNoTerminationPath, ReasonNodeNotFound,
 		ReasonSidecarKillFailed, ReasonSidecarKillGaveUp, ReasonPhaseSettleRefused, ReasonQuickExitNotRunning,
 		ReasonSidecarRestartsAfterKill, ReasonSidecarKillRestartsPod, ReasonNearMissMark, ReasonInvalidStopOrder, ReasonStopOrderHeldUp,
-		ReasonSecondTerminator,
+		ReasonSecondTerminator, ReasonSidecarLeftRunning,
 	}
 }
 

@@ -93,17 +93,22 @@ func nodePath(in Input) string {
 	if n.DaemonWhy != "" {
 		why = " (" + n.DaemonWhy + ")"
 	}
+	caps := n.Capabilities()
 	switch {
 	case !n.Found:
 		return fmt.Sprintf("%q is not known: no path until it is", n.Name)
-	case n.Virtual:
-		return fmt.Sprintf("%q is a virtual node: image swap only", n.Name)
+	case !caps.stopsOne():
+		return fmt.Sprintf("%q is %s: no kruise-daemon, and an image change is ignored, so no sidecar can be stopped; the phase is settled from the main containers and the sidecars run on until the pod is deleted", n.Name, platformLine(n))
+	case !caps.KruiseDaemon && caps.SidecarMark != "":
+		return fmt.Sprintf("%q is %s: no kruise-daemon, so image swap only, at once; sidecars carrying %s are the platform's to stop, and the controller leaves them to it", n.Name, platformLine(n), caps.SidecarMark)
+	case !caps.KruiseDaemon:
+		return fmt.Sprintf("%q is %s: no kruise-daemon can run there, so image swap only, at once", n.Name, platformLine(n))
 	case n.Daemon == DaemonAbsent:
 		return fmt.Sprintf("%q runs no kruise-daemon%s: image swap only", n.Name, why)
 	case !in.CRRAPI:
 		return fmt.Sprintf("%q is a normal node, but the ContainerRecreateRequest API is not served: image swap only", n.Name)
 	}
-	return fmt.Sprintf("%q is a normal node: ContainerRecreateRequest through kruise-daemon%s, image swap where a CRR cannot stop a sidecar", n.Name, why)
+	return fmt.Sprintf("%q is a normal node (%s): ContainerRecreateRequest through kruise-daemon%s, image swap where a CRR cannot stop a sidecar", n.Name, platformLine(n), why)
 }
 
 // swapNotBefore is the earliest a swap can have been made: after the mains

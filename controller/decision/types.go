@@ -67,6 +67,9 @@ type Container struct {
 	// its own; it is swapped in only where no CRR path exists (kill.go).
 	DefaultImage   string
 	IgnoreExitCode bool
+	// PlatformMark is a platform's own sidecar mark the container carries
+	// ("ECI_CONTAINER_TYPE=sidecar"), whatever the node; empty when none.
+	PlatformMark string
 
 	// Status.
 	State        State
@@ -96,9 +99,15 @@ type Container struct {
 
 // Node is what the controller knows of the pod's node.
 type Node struct {
-	Name    string
-	Found   bool
+	Name  string
+	Found bool
+	// Virtual: the operator's virtual-node selector matches the node.
 	Virtual bool
+	// Platform is what runs the node's pods (platform.go), and PlatformWhy
+	// how that is known; empty in a Node built by hand, which then is a
+	// virtual-kubelet node when Virtual, else a normal one.
+	Platform    Platform
+	PlatformWhy string
 	// Daemon is what OpenKruise's own objects say of the node's
 	// kruise-daemon (kube/daemons.go). A node with none (DaemonAbsent) can
 	// run no CRR and is treated like a virtual one. DaemonWhy says how that

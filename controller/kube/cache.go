@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
 	"github.com/sidecar-terminator/sidecar-terminator/controller/reconciler"
 )
 
@@ -46,10 +47,11 @@ type Caches struct {
 	// kruise-daemon serves.
 	NodeImageInformer cache.SharedIndexInformer
 
-	podFactory    informers.SharedInformerFactory
-	nodeFactory   metadatainformer.SharedInformerFactory
-	kruiseFactory kruiseinformers.SharedInformerFactory
-	kruise        kruiseclient.Interface
+	podFactory     informers.SharedInformerFactory
+	nodeFactory    metadatainformer.SharedInformerFactory
+	nodeObjFactory informers.SharedInformerFactory
+	kruiseFactory  kruiseinformers.SharedInformerFactory
+	kruise         kruiseclient.Interface
 
 	mu          sync.Mutex
 	crrServed   bool
@@ -68,8 +70,12 @@ func NewCaches(client kubernetes.Interface, meta metadata.Interface, kruise krui
 		return nil, fmt.Errorf("set pod transform: %w", err)
 	}
 	c.nodeFactory = metadatainformer.NewSharedInformerFactory(meta, 0)
-	c.NodeInformer = c.nodeFactory.ForResource(nodesResource).Informer()
-	if err := c.NodeInformer.SetTransform(StripManagedFields); err != nil {
+	// Nodes as typed objects, trimmed to the facts their platform is known
+	// from (TrimNode): a node's kubeletVersion and providerID are not in
+	// its metadata.
+	c.nodeObjFactory = informers.NewSharedInformerFactory(client, 0)
+	c.NodeInformer = c.nodeObjFactory.Core().V1().Nodes().Informer()
+	if err := c.NodeInformer.SetTransform(TrimNode); err != nil {
 		return nil, fmt.Errorf("set node transform: %w", err)
 	}
 	if crrAPI {
@@ -193,6 +199,7 @@ func (c *Caches) DiscoverCRRAPI(ctx context.Context, d discovery.DiscoveryInterf
 func (c *Caches) Start(stop <-chan struct{}) {
 	c.podFactory.Start(stop)
 	c.nodeFactory.Start(stop)
+	c.nodeObjFactory.Start(stop)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.stop = stop
@@ -235,17 +242,17 @@ func (c *Caches) Pod(namespace, name string) (*corev1.Pod, error) {
 	return obj.(*corev1.Pod), nil
 }
 
-// NodeLabels implements reconciler.Reader.
-func (c *Caches) NodeLabels(name string) (map[string]string, bool) {
+// Node implements reconciler.Reader.
+func (c *Caches) Node(name string) (decision.NodeFacts, bool) {
 	obj, ok, err := c.NodeInformer.GetIndexer().GetByKey(name)
 	if err != nil || !ok {
-		return nil, false
+		return decision.NodeFacts{}, false
 	}
-	m, ok := obj.(*metav1.PartialObjectMetadata)
+	n, ok := obj.(*corev1.Node)
 	if !ok {
-		return nil, false
+		return decision.NodeFacts{}, false
 	}
-	return m.Labels, true
+	return NodeFacts(n), true
 }
 
 // CRRs implements reconciler.Reader.

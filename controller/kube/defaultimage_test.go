@@ -33,7 +33,7 @@ func (f *fixture) withDefaultImage(crrAPI bool, pods []*corev1.Pod, nodes map[st
 			f.setPod(p)
 		}
 		for name, l := range nodes {
-			caches.NodeInformer.GetIndexer().Add(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l}})
+			caches.NodeInformer.GetIndexer().Add(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l}})
 		}
 	}
 	cfg := reconciler.DefaultConfig()

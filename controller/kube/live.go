@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 
+	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
 	"github.com/sidecar-terminator/sidecar-terminator/controller/reconciler"
 )
 
@@ -33,14 +34,14 @@ func (l LiveReader) Pod(namespace, name string) (*corev1.Pod, error) {
 	return l.Client.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
 }
 
-func (l LiveReader) NodeLabels(name string) (map[string]string, bool) {
+func (l LiveReader) Node(name string) (decision.NodeFacts, bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), liveTimeout)
 	defer cancel()
 	n, err := l.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
-		return nil, false
+		return decision.NodeFacts{}, false
 	}
-	return n.Labels, true
+	return NodeFacts(n), true
 }
 
 func (l LiveReader) CRRs(pod *corev1.Pod) ([]*kruisev1alpha1.ContainerRecreateRequest, error) {

@@ -26,16 +26,22 @@ import (
 	"github.com/sidecar-terminator/sidecar-terminator/controller/reconciler"
 )
 
-// LiveReader.NodeLabels: a node the API server has, with its labels; one it
-// does not have, not found.
-func TestLiveReaderNodeLabels(t *testing.T) {
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "vk-1", Labels: map[string]string{"type": "virtual-kubelet"}}}
+// LiveReader.Node: a node the API server has, with its labels,
+// kubeletVersion and providerID; one it does not have, not found.
+func TestLiveReaderNode(t *testing.T) {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "vk-1", Labels: map[string]string{"type": "virtual-kubelet"}},
+		Spec:   corev1.NodeSpec{ProviderID: "azure:///aci"},
+		Status: corev1.NodeStatus{NodeInfo: corev1.NodeSystemInfo{KubeletVersion: "v1.25.0-vk-azure-aci-1.6.4"}}}
 	l := LiveReader{Client: fake.NewClientset(node)}
-	if labels, ok := l.NodeLabels("vk-1"); !ok || labels["type"] != "virtual-kubelet" {
-		t.Errorf("NodeLabels(vk-1) = %v, %v; want its labels", labels, ok)
+	f, ok := l.Node("vk-1")
+	if !ok || f.Labels["type"] != "virtual-kubelet" || f.KubeletVersion != "v1.25.0-vk-azure-aci-1.6.4" || f.ProviderID != "azure:///aci" {
+		t.Errorf("Node(vk-1) = %+v, %v; want its labels, kubeletVersion and providerID", f, ok)
 	}
-	if labels, ok := l.NodeLabels("gone"); ok || labels != nil {
-		t.Errorf("NodeLabels(gone) = %v, %v; want nil, false", labels, ok)
+	if p, _ := decision.PlatformOf(f, true); p != decision.PlatformAzureACI {
+		t.Errorf("platform of vk-1 = %s, want %s", p, decision.PlatformAzureACI)
+	}
+	if f, ok := l.Node("gone"); ok || f.Labels != nil {
+		t.Errorf("Node(gone) = %+v, %v; want nothing, false", f, ok)
 	}
 }
 

@@ -143,7 +143,7 @@ func TestCallsStayWithinPermissions(t *testing.T) {
 			caches.PodInformer.HasSynced(), caches.NodeInformer.HasSynced(), caches.CRRInformer.HasSynced())
 	}
 	live := LiveReader{Client: client, Kruise: kruise, CRRAPI: true}
-	live.NodeLabels("node-1")
+	live.Node("node-1")
 	live.CRRs(pods[0])
 	live.Pod("default", "crr")
 	time.Sleep(10 * time.Millisecond) // let the informers' watch calls land in the recorder

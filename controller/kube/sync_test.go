@@ -61,7 +61,7 @@ func newFixture(t *testing.T, pods []*corev1.Pod, nodes map[string]map[string]st
 		f.setPod(p)
 	}
 	for name, l := range nodes {
-		caches.NodeInformer.GetIndexer().Add(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l}})
+		caches.NodeInformer.GetIndexer().Add(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l}})
 	}
 	f.newReconciler()
 	return f

@@ -148,7 +148,38 @@ func trimStatuses(in []corev1.ContainerStatus) []corev1.ContainerStatus {
 	return out
 }
 
-// StripManagedFields is the node and CRR informers' transform: server-side
+// TrimNode is the node informer's transform: of a node, only what its
+// platform is known from (decision.PlatformOf), so a cache of thousands of
+// nodes holds their labels and two strings each, not their images,
+// conditions and addresses.
+func TrimNode(obj any) (any, error) {
+	n, ok := obj.(*corev1.Node)
+	if !ok {
+		return obj, nil
+	}
+	out := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, UID: n.UID, ResourceVersion: n.ResourceVersion, Labels: n.Labels}}
+	out.Spec.ProviderID = bounded(n.Spec.ProviderID)
+	out.Status.NodeInfo.KubeletVersion = bounded(n.Status.NodeInfo.KubeletVersion)
+	return out, nil
+}
+
+// NodeFacts are the decision's facts of a (trimmed) node.
+func NodeFacts(n *corev1.Node) decision.NodeFacts {
+	return decision.NodeFacts{Name: n.Name, Labels: n.Labels, KubeletVersion: n.Status.NodeInfo.KubeletVersion, ProviderID: n.Spec.ProviderID}
+}
+
+// maxNodeString bounds the two strings kept of a node: a kubeletVersion or
+// providerID is short, and one that is not says nothing more past this.
+const maxNodeString = 256
+
+func bounded(s string) string {
+	if len(s) > maxNodeString {
+		return s[:maxNodeString]
+	}
+	return s
+}
+
+// StripManagedFields is the CRR informers' transform: server-side
 // apply's field ownership is most of a node's metadata and of a CRR, and
 // nothing here reads it.
 func StripManagedFields(obj any) (any, error) {

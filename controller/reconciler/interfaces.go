@@ -16,8 +16,9 @@ import (
 type Reader interface {
 	// Pod returns the pod, or an error for which apierrors.IsNotFound is true.
 	Pod(namespace, name string) (*corev1.Pod, error)
-	// NodeLabels returns the labels of the named node, and whether it is known.
-	NodeLabels(name string) (map[string]string, bool)
+	// Node returns what the named node says of itself (its labels,
+	// kubeletVersion and providerID), and whether it is known.
+	Node(name string) (decision.NodeFacts, bool)
 	// CRRs returns the ContainerRecreateRequests this controller made for the pod.
 	CRRs(pod *corev1.Pod) ([]*kruisev1alpha1.ContainerRecreateRequest, error)
 	// CRRAPIAvailable reports whether the ContainerRecreateRequest API is served.

@@ -46,10 +46,13 @@ func (r *Reconciler) ExplainPlan(pod *corev1.Pod, now time.Time) (decision.Plan,
 func (r *Reconciler) input(pod *corev1.Pod, now time.Time) (decision.Input, error) {
 	in := decision.Input{Pod: pod, Now: now, Policy: r.cfg.Policy, CRRAPI: r.read.CRRAPIAvailable(),
 		Node: decision.Node{Name: pod.Spec.NodeName}}
-	if nodeLabels, ok := r.read.NodeLabels(pod.Spec.NodeName); ok {
+	if facts, ok := r.read.Node(pod.Spec.NodeName); ok {
 		in.Node.Found = true
-		in.Node.Virtual = r.cfg.VirtualNodeSelector != nil && r.cfg.VirtualNodeSelector.Matches(labels.Set(nodeLabels))
-		if d, ok := r.read.(DaemonReader); ok && !in.Node.Virtual {
+		in.Node.Virtual = r.cfg.VirtualNodeSelector != nil && r.cfg.VirtualNodeSelector.Matches(labels.Set(facts.Labels))
+		in.Node.Platform, in.Node.PlatformWhy = decision.PlatformOf(facts, in.Node.Virtual)
+		// A platform that can never run kruise-daemon waits for no sign
+		// of one (its NodeImage grace).
+		if d, ok := r.read.(DaemonReader); ok && in.Node.Capabilities().KruiseDaemon {
 			in.Node.Daemon, in.Node.DaemonWhy = d.KruiseDaemon(pod.Spec.NodeName, now, r.cfg.KruiseDaemonGrace)
 		}
 	}

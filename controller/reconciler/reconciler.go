@@ -359,6 +359,11 @@ func describe(a decision.Action) string {
 		return fmt.Sprintf("Deleted ContainerRecreateRequest %s of stop-order stage %d (for %v), whose turn is over, so that kruise-daemon takes up the next stage's", a.CRRName, a.Stage, a.Containers)
 	case decision.ActionSwapImage:
 		return fmt.Sprintf("Stopping sidecars %v: swapped their image for the quick-exit image %s", a.Containers, a.Swaps[0].To)
+	case decision.ActionSettlePhase:
+		if a.LeftRunning {
+			return fmt.Sprintf("Settled the pod's phase to %s (condition %s) from its main containers; the node cannot stop sidecars %v, which run on until the pod is deleted", a.Phase, decision.ConditionSidecarTerminated, a.Containers)
+		}
+		fallthrough
 	default:
 		return fmt.Sprintf("Settled the pod's phase to %s (condition %s) before stopping ignore-exit-code sidecars %v", a.Phase, decision.ConditionSidecarTerminated, a.Containers)
 	}

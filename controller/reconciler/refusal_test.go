@@ -47,7 +47,9 @@ func (w *world) Pod(namespace, name string) (*corev1.Pod, error) {
 	}
 	return w.pod, nil
 }
-func (w *world) NodeLabels(string) (map[string]string, bool) { return w.nodeLabels, true }
+func (w *world) Node(string) (decision.NodeFacts, bool) {
+	return decision.NodeFacts{Labels: w.nodeLabels}, true
+}
 func (w *world) CRRs(*corev1.Pod) ([]*kruisev1alpha1.ContainerRecreateRequest, error) {
 	return w.crrs, nil
 }

@@ -78,9 +78,9 @@ func (a *apiFake) Pod(_, name string) (*corev1.Pod, error) {
 	return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, name)
 }
 
-func (a *apiFake) NodeLabels(name string) (map[string]string, bool) {
+func (a *apiFake) Node(name string) (decision.NodeFacts, bool) {
 	l, ok := a.nodes[name]
-	return l, ok
+	return decision.NodeFacts{Name: name, Labels: l}, ok
 }
 
 func (a *apiFake) CRRs(pod *corev1.Pod) ([]*kruisev1alpha1.ContainerRecreateRequest, error) {

@@ -27,7 +27,7 @@ func (r mapReader) Pod(ns, name string) (*corev1.Pod, error) {
 	}
 	return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, name)
 }
-func (mapReader) NodeLabels(string) (map[string]string, bool) { return map[string]string{}, true }
+func (mapReader) Node(string) (decision.NodeFacts, bool) { return decision.NodeFacts{}, true }
 func (mapReader) CRRs(*corev1.Pod) ([]*kruisev1alpha1.ContainerRecreateRequest, error) {
 	return nil, nil
 }

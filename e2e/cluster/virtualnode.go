@@ -38,6 +38,7 @@ type VirtualNodes struct {
 // StartVirtualNodes runs the mock-node binary for the named nodes (one
 // process, the admin kubeconfig) and waits until every node is Ready. The
 // process is stopped with the control plane, before the apiserver.
+// A name may carry the provider profile its node plays (name=profile);
 // extraArgs are mock-node flags (e.g. --pull-delay, --unpullable).
 func (c *ControlPlane) StartVirtualNodes(ctx context.Context, bin string, names []string, extraArgs ...string) (*VirtualNodes, error) {
 	cs, err := kubernetes.NewForConfig(c.RestConfig)
@@ -51,6 +52,7 @@ func (c *ControlPlane) StartVirtualNodes(ctx context.Context, bin string, names 
 	}
 	c.procs = append(c.procs, p)
 	for _, name := range names {
+		name, _, _ := strings.Cut(name, "=") // name=profile
 		if err := waitFor(ctx, "virtual node "+name+" Ready", 60*time.Second, p, func(ctx context.Context) (bool, error) {
 			n, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 			if err != nil {

@@ -94,7 +94,9 @@ func (s *suiteEnv) start(ctx context.Context, cfg *envconf.Config) (context.Cont
 		return ctx, err
 	}
 	logf("control plane up and binaries built: %s", time.Since(t0).Round(time.Millisecond))
-	s.nodes, err = s.cp.StartVirtualNodes(ctx, nodeBin, virtualNodes,
+	// Beside them, a node per provider profile (cases.ProfileNodes), each
+	// tainted so that only the profile cases land there.
+	s.nodes, err = s.cp.StartVirtualNodes(ctx, nodeBin, append(append([]string{}, virtualNodes...), cases.ProfileNodes...),
 		"--pull-delay=300ms", "--start-delay=100ms", "--restart-backoff=1s", "--unpullable="+cases.UnpullableImage)
 	if err != nil {
 		return ctx, err
@@ -104,7 +106,9 @@ func (s *suiteEnv) start(ctx context.Context, cfg *envconf.Config) (context.Cont
 		return ctx, err
 	}
 	c := &cluster.Cluster{ControlPlane: s.cp}
-	if s.ctl, err = c.StartController(ctx, ctlBin, "-v=2"); err != nil {
+	// A short swap allowance, so that the provider that ignores the swap
+	// (cases.ProviderProfileFeatures, vk-mock) is warned about in seconds.
+	if s.ctl, err = c.StartController(ctx, ctlBin, "-v=2", "--swap-start-allowance=15s"); err != nil {
 		return ctx, fmt.Errorf("start controller: %w", err)
 	}
 	s.clients = cases.Clients{Kube: kubernetes.NewForConfigOrDie(s.cp.RestConfig), Dynamic: dynamic.NewForConfigOrDie(s.cp.RestConfig)}

@@ -33,6 +33,10 @@ const (
 	TaintKey       = "virtual-kubelet.io/provider"
 	TaintValue     = "mock"
 	KubeletVersion = "v1.37.2-mock"
+	// ProfileKey labels and taints a node that plays another provider
+	// than the default (provider.Profile) with the profile's name: only pods
+	// that ask for that provider land there.
+	ProfileKey = "sidecar-terminator.io/mock-profile"
 )
 
 var (
@@ -46,6 +50,9 @@ type Config struct {
 	Kubeconfig string
 	// Names of the nodes to register.
 	Names []string
+	// Profiles gives a node another provider profile than
+	// Provider.Profile (provider/profile.go).
+	Profiles map[string]provider.Profile
 	// MaxPods is each node's pod capacity.
 	MaxPods int
 	// Workers is each node's number of pod sync workers.
@@ -95,13 +102,16 @@ func Run(ctx context.Context, cfg Config, ready func()) error {
 	for _, name := range cfg.Names {
 		pcfg := cfg.Provider
 		pcfg.NodeName, pcfg.Logger = name, cfg.Logger
+		if p, ok := cfg.Profiles[name]; ok {
+			pcfg.Profile = p
+		}
 		prov, err := provider.New(pcfg)
 		if err != nil {
 			return err
 		}
 		n, err := nodeutil.NewNode(name, func(nodeutil.ProviderConfig) (nodeutil.Provider, node.NodeProvider, error) {
 			return prov, nil, nil
-		}, nodeutil.WithClient(client), withSpec(name, cfg))
+		}, nodeutil.WithClient(client), withSpec(name, pcfg.Profile, cfg))
 		if err != nil {
 			return fmt.Errorf("node %s: %w", name, err)
 		}
@@ -133,7 +143,7 @@ func Run(ctx context.Context, cfg Config, ready func()) error {
 
 // withSpec sets what the node registers: labels, the taint that keeps other
 // pods away, a capacity for thousands of pods, and no HTTP server.
-func withSpec(name string, cfg Config) nodeutil.NodeOpt {
+func withSpec(name string, profile provider.Profile, cfg Config) nodeutil.NodeOpt {
 	return func(nc *nodeutil.NodeConfig) error {
 		nc.NumWorkers = cfg.Workers
 		// With no TLS config nodeutil starts no HTTP server at all; the
@@ -145,6 +155,10 @@ func withSpec(name string, cfg Config) nodeutil.NodeOpt {
 		n.Labels[corev1.LabelOSStable] = "linux"
 		n.Labels[corev1.LabelArchStable] = runtime.GOARCH
 		n.Spec.Taints = []corev1.Taint{{Key: TaintKey, Value: TaintValue, Effect: corev1.TaintEffectNoSchedule}}
+		if profile != "" && profile != provider.ProfileRestart {
+			n.Labels[ProfileKey] = string(profile)
+			n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: ProfileKey, Value: string(profile), Effect: corev1.TaintEffectNoSchedule})
+		}
 		pods := strconv.Itoa(cfg.MaxPods)
 		capacity := corev1.ResourceList{
 			corev1.ResourceCPU:    resource.MustParse("1000"),
@@ -152,7 +166,7 @@ func withSpec(name string, cfg Config) nodeutil.NodeOpt {
 			corev1.ResourcePods:   resource.MustParse(pods),
 		}
 		n.Status.Capacity, n.Status.Allocatable = capacity, capacity.DeepCopy()
-		n.Status.NodeInfo = corev1.NodeSystemInfo{KubeletVersion: KubeletVersion, OperatingSystem: "linux", Architecture: runtime.GOARCH}
+		n.Status.NodeInfo = corev1.NodeSystemInfo{KubeletVersion: profile.KubeletVersion(), OperatingSystem: "linux", Architecture: runtime.GOARCH}
 		n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: name}}
 		if ip := cfg.Provider.NodeIP; ip != "" {
 			n.Status.Addresses = append(n.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: ip})

@@ -54,6 +54,9 @@ type Config struct {
 	Unpullable []string
 	// Logger receives one line per pod lifecycle call; nil discards.
 	Logger *slog.Logger
+	// Profile is the real provider the node plays (profile.go); empty is
+	// ProfileRestart.
+	Profile Profile
 }
 
 // DefaultConfig is a node that pulls the workload and quick-exit images.
@@ -147,6 +150,13 @@ func (p *Provider) UpdatePod(ctx context.Context, pod *corev1.Pod) error {
 		p.mu.Unlock()
 		// A pod recreated under the same name is a new pod.
 		return p.CreatePod(ctx, pod)
+	}
+	if !p.cfg.Profile.RestartsOnImageChange() {
+		// The provider this node plays runs the containers on as they are
+		// (profile.go); the model never hears of the new images.
+		p.mu.Unlock()
+		p.log.Info("update pod ignored", "pod", podKey(pod), "profile", p.cfg.Profile)
+		return nil
 	}
 	var restarted []string
 	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {

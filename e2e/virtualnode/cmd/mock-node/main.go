@@ -34,7 +34,7 @@ func run(args []string) error {
 	pcfg := provider.DefaultConfig("")
 	fs := flag.NewFlagSet("mock-node", flag.ContinueOnError)
 	kubeconfig := fs.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of an identity allowed to act as a node")
-	nodes := fs.String("nodes", "mock-virtual-node", "comma-separated node names; all run in this process")
+	nodes := fs.String("nodes", "mock-virtual-node", "comma-separated node names, each optionally name=profile (restart, eci, aci, vk-mock: the provider it plays); all run in this process")
 	maxPods := fs.Int("max-pods", 5000, "pod capacity of each node")
 	workers := fs.Int("workers", 0, "pod sync workers per node (0: 2 per CPU)")
 	workload := fs.String("workload-images", provider.DefaultWorkloadImage, "comma-separated images whose argv is the workload grammar; they pull")
@@ -58,7 +58,16 @@ func run(args []string) error {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	return virtualnode.Run(ctx, virtualnode.Config{Kubeconfig: *kubeconfig, Names: list(*nodes), MaxPods: *maxPods,
+	var names []string
+	profiles := map[string]provider.Profile{}
+	for _, s := range list(*nodes) {
+		name, p, err := provider.SplitNodeProfile(s)
+		if err != nil {
+			return err
+		}
+		names, profiles[name] = append(names, name), p
+	}
+	return virtualnode.Run(ctx, virtualnode.Config{Kubeconfig: *kubeconfig, Names: names, Profiles: profiles, MaxPods: *maxPods,
 		Workers: *workers, Provider: pcfg, Logger: logger, SecretsNamespace: *secretsNS}, nil)
 }
 
