@@ -1,0 +1,105 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	admissionv1 "k8s.io/api/admission/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	apiversion "k8s.io/apimachinery/pkg/version"
+	fakediscovery "k8s.io/client-go/discovery/fake"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+func freeAddress(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func TestNativeSidecarWebhookServesConversionsOverTLSTrustedByItsCABundle(t *testing.T) {
+	client := fake.NewClientset(
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Status: corev1.NodeStatus{NodeInfo: corev1.NodeSystemInfo{KubeletVersion: "v1.37.2"}}},
+		&admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "sidecar-terminator"},
+			Webhooks: []admissionregistrationv1.MutatingWebhook{{Name: "pods.native-sidecars.sidecar-terminator.io"}}})
+	client.Discovery().(*fakediscovery.FakeDiscovery).FakedServerVersion = &apiversion.Info{GitVersion: "v1.37.2"}
+	t.Setenv("POD_NAMESPACE", "st-system")
+	o := DefaultOptions()
+	o.NativeSidecars.BindAddress = freeAddress(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	errs := make(chan error, 1)
+	if err := startNativeSidecars(ctx, o, client, prometheus.NewRegistry(), errs); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := client.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "sidecar-terminator", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(cfg.Webhooks[0].ClientConfig.CABundle) {
+		t.Fatal("no caBundle written")
+	}
+	httpc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
+		RootCAs: pool, ServerName: "sidecar-terminator-webhook.st-system.svc", MinVersion: tls.VersionTLS12}}}
+	pod := `{"metadata":{"name":"p"},"spec":{"restartPolicy":"Never","containers":[
+	 {"name":"main","image":"m"},{"name":"proxy","image":"p","env":[{"name":"KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT","value":"true"}]}]}}`
+	body, _ := json.Marshal(admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+		Request: &admissionv1.AdmissionRequest{UID: "u", Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Pod"},
+			Namespace: "ns", Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: []byte(pod)}}})
+	// The node cache syncs shortly after start; until then pods pass unchanged.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := httpc.Post("https://"+o.NativeSidecars.BindAddress+"/mutate-pods", "application/json", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out admissionv1.AdmissionReview
+		err = json.NewDecoder(resp.Body).Decode(&out)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !out.Response.Allowed {
+			t.Fatalf("not allowed: %+v", out.Response)
+		}
+		if out.Response.Patch != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no conversion once the node cache synced: %+v", out.Response)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	select {
+	case err := <-errs:
+		t.Fatalf("server failed: %v", err)
+	default:
+	}
+}
+
+func TestNativeSidecarWebhookIsOffByDefault(t *testing.T) {
+	client := fake.NewClientset()
+	if err := startNativeSidecars(context.Background(), DefaultOptions(), client, prometheus.NewRegistry(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(client.Actions()) != 0 {
+		t.Errorf("the webhook is off by default, yet the controller called the API: %v", client.Actions())
+	}
+}
