@@ -15,6 +15,6 @@ type Permission struct {
 // Permissions lists every call Keeper makes.
 var Permissions = []Permission{
 	{Group: "admissionregistration.k8s.io", Resource: "mutatingwebhookconfigurations", Verbs: []string{"get", "update"}, Named: true}, // PatchCABundle
-	{Group: "", Resource: "secrets", Verbs: []string{"get", "update"}, Named: true, Namespaced: true},                                  // the certificate's Secret
+	{Group: "", Resource: "secrets", Verbs: []string{"get", "update"}, Named: true, Namespaced: true},                                 // the certificate's Secret
 	{Group: "", Resource: "secrets", Verbs: []string{"create"}, Namespaced: true},                                                     // its first writing: create takes no name
 }
