@@ -28,6 +28,7 @@ type NativeSidecarOptions struct {
 	BindAddress    string
 	WebhookConfig  string
 	Service        string
+	CertDNSNames   []string
 	CertSecret     string
 	CertDir        string
 	AllowAnnotated bool
@@ -43,6 +44,7 @@ func (n *NativeSidecarOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&n.BindAddress, "native-sidecars-bind-address", n.BindAddress, "Address of the HTTPS admission webhook that converts marked sidecars of opted-in Job pods to native sidecars; 0 disables it.")
 	fs.StringVar(&n.WebhookConfig, "native-sidecars-webhook-config", n.WebhookConfig, "MutatingWebhookConfiguration whose caBundle the controller writes (with a self-managed certificate).")
 	fs.StringVar(&n.Service, "native-sidecars-service", n.Service, "Service in front of the webhook, in the controller's namespace: the certificate's names.")
+	fs.StringSliceVar(&n.CertDNSNames, "native-sidecars-cert-dns-names", n.CertDNSNames, "Names the self-managed certificate is made for; empty: the Service's names (<service>.<namespace>.svc and .svc.cluster.local).")
 	fs.StringVar(&n.CertSecret, "native-sidecars-cert-secret", n.CertSecret, "Secret in the controller's namespace where the controller keeps the webhook's certificate.")
 	fs.StringVar(&n.CertDir, "native-sidecars-cert-dir", n.CertDir, "Directory with tls.crt and tls.key kept by another tool (cert-manager), which then also writes the caBundle; empty: the controller manages the certificate.")
 	fs.BoolVar(&n.AllowAnnotated, "native-sidecars-allow-annotated", n.AllowAnnotated, "Also convert sidecars named only by the pod annotation sidecar-terminator.io/sidecars (containers an injector adds).")
@@ -84,8 +86,11 @@ func startNativeSidecars(ctx context.Context, o *Options, client kubernetes.Inte
 	var src webhook.Source = &webhook.Files{Dir: n.CertDir}
 	if n.CertDir == "" {
 		ns := o.leaseNamespace()
-		src = &webhook.Keeper{Client: client, Namespace: ns, Secret: n.CertSecret, WebhookConfig: n.WebhookConfig,
-			DNSNames: []string{n.Service + "." + ns + ".svc", n.Service + "." + ns + ".svc.cluster.local"}, Now: time.Now}
+		names := n.CertDNSNames
+		if len(names) == 0 {
+			names = []string{n.Service + "." + ns + ".svc", n.Service + "." + ns + ".svc.cluster.local"}
+		}
+		src = &webhook.Keeper{Client: client, Namespace: ns, Secret: n.CertSecret, WebhookConfig: n.WebhookConfig, DNSNames: names, Now: time.Now}
 	}
 	if err := src.Refresh(ctx); err != nil {
 		logger.Error(err, "Webhook certificate not loaded yet; retried every period, pods are admitted unchanged until then")
