@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -139,3 +141,41 @@ func trimNode(obj any) (any, error) {
 }
 
 var _ cache.TransformFunc = trimNode
+
+// writeNativeSidecars says, in explain, what the native-sidecar webhook did
+// to the pod at admission (its annotation), or what it would decide for a
+// pod like this one created now, and whether the pod is opted in.
+func writeNativeSidecars(ctx context.Context, w io.Writer, client kubernetes.Interface, virtual labels.Selector, pod *corev1.Pod) {
+	fmt.Fprintln(w, "\nNative sidecars (admission webhook):")
+	if v := pod.Annotations[native.AnnotationConverted]; v != "" {
+		fmt.Fprintf(w, "  converted at admission: %s\n", v)
+		return
+	}
+	optIn := pod.Labels[native.LabelOptIn] == native.LabelOptInValue
+	if ns, err := client.CoreV1().Namespaces().Get(ctx, pod.Namespace, metav1.GetOptions{}); err == nil {
+		optIn = optIn || ns.Labels[native.LabelOptIn] == native.LabelOptInValue
+	}
+	if !optIn {
+		fmt.Fprintf(w, "  not opted in (label %s=%s on the pod or its namespace); for a pod like this one created now:\n", native.LabelOptIn, native.LabelOptInValue)
+	} else {
+		fmt.Fprintln(w, "  opted in but not converted; for a pod like this one created now:")
+	}
+	list, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		fmt.Fprintf(w, "  cannot tell: list nodes: %v\n", err)
+		return
+	}
+	v, err := client.Discovery().ServerVersion()
+	if err != nil {
+		fmt.Fprintf(w, "  cannot tell: the API server's version: %v\n", err)
+		return
+	}
+	nodes := make([]*corev1.Node, len(list.Items))
+	for i := range list.Items {
+		nodes[i] = &list.Items[i]
+	}
+	// Judged as created: its nodeName is taken for the scheduler's choice.
+	created := pod.DeepCopy()
+	created.Spec.NodeName = ""
+	_ = native.Decide(created, nodes, native.Config{VirtualNodes: virtual, ServerVersion: v.GitVersion}).Explain(w)
+}

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,10 +17,14 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	apiversion "k8s.io/apimachinery/pkg/version"
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
+	"github.com/sidecar-terminator/sidecar-terminator/controller/native"
 )
 
 func freeAddress(t *testing.T) string {
@@ -101,5 +106,42 @@ func TestNativeSidecarWebhookIsOffByDefault(t *testing.T) {
 	}
 	if len(client.Actions()) != 0 {
 		t.Errorf("the webhook is off by default, yet the controller called the API: %v", client.Actions())
+	}
+}
+
+func TestExplainShowsTheNativeSidecarDecision(t *testing.T) {
+	newNode := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Status: corev1.NodeStatus{NodeInfo: corev1.NodeSystemInfo{KubeletVersion: "v1.37.2"}}}
+	oldNode := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n0"}, Status: corev1.NodeStatus{NodeInfo: corev1.NodeSystemInfo{KubeletVersion: "v1.28.1"}}}
+	optedIn := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns", Labels: map[string]string{native.LabelOptIn: native.LabelOptInValue}}}
+	pod := func(annotations map[string]string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", Annotations: annotations},
+			Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, NodeName: "n1", Containers: []corev1.Container{
+				{Name: "main"}, {Name: "proxy", Env: []corev1.EnvVar{{Name: decision.EnvTerminate, Value: "true"}}}}},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	}
+	for name, c := range map[string]struct {
+		objs []runtime.Object
+		pod  *corev1.Pod
+		want []string
+	}{
+		"converted at admission": {pod: pod(map[string]string{native.AnnotationConverted: "moved proxy to initContainers as native sidecars: because"}),
+			want: []string{"converted at admission: moved proxy"}},
+		"not opted in, would convert": {objs: []runtime.Object{newNode}, pod: pod(nil),
+			want: []string{"not opted in", "converts (initContainers order [proxy])", "proxy yes moved"}},
+		"opted in, an old node": {objs: []runtime.Object{optedIn, newNode, oldNode}, pod: pod(nil),
+			want: []string{"opted in but not converted", "does not convert: node n0 runs kubelet v1.28.1", "proxy no the pod is not converted"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			client := fake.NewClientset(c.objs...)
+			client.Discovery().(*fakediscovery.FakeDiscovery).FakedServerVersion = &apiversion.Info{GitVersion: "v1.37.2"}
+			var out bytes.Buffer
+			writeNativeSidecars(context.Background(), &out, client, labels.SelectorFromSet(labels.Set{"type": "virtual-kubelet"}), c.pod)
+			words := strings.Join(strings.Fields(out.String()), " ") // table padding aside
+			for _, w := range c.want {
+				if !strings.Contains(words, w) {
+					t.Errorf("explain lacks %q:\n%s", w, out.String())
+				}
+			}
+		})
 	}
 }
