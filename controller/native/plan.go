@@ -181,11 +181,16 @@ func (p Plan) orderBlocks(order []string) string {
 	return fmt.Sprintf("annotation %s names %s, which cannot move; the order is kept only if every sidecar it names moves", decision.AnnotationStopOrder, strings.Join(staying, ","))
 }
 
-// initOrder is the order the moved sidecars start in: the kubelet stops
-// native sidecars in reverse start order (computePodActions in
-// pkg/kubelet/kuberuntime/kuberuntime_container.go), and the stop order
-// stops unnamed sidecars before the named ones, so the unnamed start last
-// and the named start in reverse.
+// initOrder is the order the moved sidecars start in. The kubelet kills the
+// pod once no regular container is left to keep or start, and drops the
+// native sidecars from the containers to restart so they cannot keep it
+// alive (k8s.io/kubernetes v1.37.2, pkg/kubelet/kuberuntime/
+// kuberuntime_manager.go, computePodActions: "keepCount == 0 &&
+// len(changes.ContainersToStart) == 0"); the kill stops each native sidecar
+// only after every main container and every later native sidecar has
+// terminated (kuberuntime_termination_order.go, newTerminationOrdering):
+// reverse start order. The stop order stops unnamed sidecars before the
+// named ones, so the unnamed start last and the named start in reverse.
 func initOrder(order []string, cs []Container) []string {
 	moving := map[string]bool{}
 	for _, c := range cs {
