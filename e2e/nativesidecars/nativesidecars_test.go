@@ -58,7 +58,7 @@ func TestNativeSidecarsOnLocalCluster(t *testing.T) {
 		}
 		t.Skip("SKIPPED, NOT PASSED: " + msg)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute) // cold, the cluster's builds are most of it
 	defer cancel()
 	logf := func(f string, a ...any) { t.Logf("harness: "+f, a...) }
 	root, err := repo.Root()
