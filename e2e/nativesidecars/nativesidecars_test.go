@@ -178,6 +178,25 @@ func TestNativeSidecarsOnLocalCluster(t *testing.T) {
 		}
 	})
 
+	t.Run("a bad annotation: not converted, a Warning on the pod, finished through the kill path", func(t *testing.T) {
+		js := cases.JobSpec{Name: "bad-annotation", Namespace: optedIn,
+			Containers:  []cases.Container{cases.Main("main", 2, 0), cases.Sidecar("sidecar", "exit:0", true)},
+			Annotations: map[string]string{decision.AnnotationSidecars: "not-a-container"}}
+		run := mustRun(t)(runJob(ctx, cl, js.Build(), 3*time.Minute))
+		if len(run.pod.Spec.InitContainers) != 0 {
+			t.Fatalf("converted despite a bad annotation: %+v", run.pod.Spec.InitContainers)
+		}
+		if run.job != batchv1.JobComplete {
+			t.Errorf("job %s, want Complete", run.job)
+		}
+		if err := wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
+			evs, err := cases.PodEvents(ctx, cs, optedIn, run.pod.Name, decision.ReasonUnknownSidecarName)
+			return err == nil && len(evs) > 0 && evs[0].Type == corev1.EventTypeWarning, nil
+		}); err != nil {
+			t.Errorf("no %s Warning on pod %s: %v", decision.ReasonUnknownSidecarName, run.pod.Name, err)
+		}
+	})
+
 	t.Run("on the virtual node: not converted, completes through the swap", func(t *testing.T) {
 		sidecar := cases.Sidecar(cases.VirtualSidecar, "exit:0", false).With(cases.EnvWhenJobExitWithImage, images.QuickExit.Ref)
 		js := cases.VirtualJob("native-virtual", corev1.RestartPolicyNever, cases.Main(cases.VirtualMain, 2, 0), sidecar)
