@@ -163,6 +163,7 @@ func explainPod(ctx context.Context, w io.Writer, client kubernetes.Interface, r
 	if err := plan.Explain(w); err != nil {
 		return err
 	}
+	writeNativeSidecars(ctx, w, client, cfg.VirtualNodeSelector, pod)
 	return writeEvents(ctx, w, client, pod)
 }
 

@@ -39,6 +39,7 @@ type Options struct {
 	SwapStartAllowance     time.Duration
 	KruiseDaemonGrace      time.Duration
 	Profiling              bool
+	NativeSidecars         NativeSidecarOptions
 }
 
 // ClientLimitOff, as --kube-api-qps, turns the client-side rate limiter off:
@@ -83,6 +84,7 @@ func DefaultOptions() *Options {
 		CRRTTLAfterFinished: reconciler.DefaultConfig().CRRTTLAfterFinished,
 		SwapStartAllowance:  p.SwapStartAllowance,
 		KruiseDaemonGrace:   reconciler.DefaultKruiseDaemonGrace,
+		NativeSidecars:      defaultNativeSidecarOptions(),
 	}
 }
 
@@ -109,6 +111,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.CRRRetryBackoff, "crr-retry-backoff", o.CRRRetryBackoff, "Wait before the second ContainerRecreateRequest; doubles each time.")
 	fs.DurationVar(&o.SwapStartAllowance, "swap-start-allowance", o.SwapStartAllowance, "Added to a pod's termination grace period: how long a sidecar swapped to its quick-exit image may take to terminate (pull and start included) before a Warning says why it has not.")
 	fs.DurationVar(&o.CRRTTLAfterFinished, "crr-ttl-after-finished", o.CRRTTLAfterFinished, "ttlSecondsAfterFinished written on each ContainerRecreateRequest.")
+	o.NativeSidecars.AddFlags(fs)
 	fs.DurationVar(&o.KruiseDaemonGrace, "kruise-daemon-grace", o.KruiseDaemonGrace, "How long a node's OpenKruise NodeImage may exist with no status written by kruise-daemon before the node is taken to run none: its pods then get the image swap (or a NoTerminationPath Warning), never a ContainerRecreateRequest.")
 }
 

@@ -172,6 +172,9 @@ func Run(ctx context.Context, o *Options) error {
 	// Ready once the caches have synced, leader or not: a standby replica is
 	// healthy and ready to take over, and a Deployment of two must count both.
 	serve(ctx, "health probes", "/healthz /readyz", o.HealthProbeBindAddress, healthMux(caches.HasSynced), errs)
+	if err := startNativeSidecars(ctx, o, clients.Kube, registry, errs); err != nil {
+		return err
+	}
 
 	// Caches fill on every replica, so a new leader acts at once.
 	caches.Start(ctx.Done())

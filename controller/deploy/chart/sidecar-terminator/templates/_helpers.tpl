@@ -55,3 +55,20 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
 {{- end }}
 {{- end }}
+
+{{/*
+The native-sidecar webhook's flags (templates/nativesidecars.yaml).
+*/}}
+{{- define "sidecar-terminator.nativeSidecarsArgs" -}}
+{{- if .Values.nativeSidecars.enabled -}}
+{{- $fullname := include "sidecar-terminator.fullname" . -}}
+- --native-sidecars-bind-address=:{{ .Values.nativeSidecars.port }}
+- --native-sidecars-webhook-config={{ $fullname }}
+- --native-sidecars-service={{ $fullname }}-webhook
+- --native-sidecars-cert-secret={{ $fullname }}-webhook-tls
+- --native-sidecars-allow-annotated={{ .Values.nativeSidecars.allowAnnotated }}
+{{- if .Values.nativeSidecars.certManager.enabled }}
+- --native-sidecars-cert-dir=/etc/sidecar-terminator/webhook-tls
+{{- end }}
+{{- end -}}
+{{- end }}
