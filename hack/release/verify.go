@@ -141,9 +141,16 @@ type spdxDoc struct {
 	} `json:"packages"`
 }
 
-// scannedDigest is the manifest digest syft records as the scanned image
-// (the document's name is the reference it was given, REPO@DIGEST).
+// scannedDigest is the manifest digest of the image syft scanned: the
+// version of the SBOM's package for the image itself (syft's source
+// description, stereoscopesource.Describe: the digest of a reference by
+// digest), or the document's name when it carries one (REPO@DIGEST).
 func (d spdxDoc) scannedDigest() string {
+	for _, p := range d.Packages {
+		if strings.HasPrefix(p.VersionInfo, "sha256:") {
+			return p.VersionInfo
+		}
+	}
 	if _, dg, ok := strings.Cut(d.Name, "@"); ok {
 		return dg
 	}
