@@ -29,6 +29,8 @@ test: lint build ## Everything: unit tests, simulator, real API server and real-
 	@# The tools the tests run, built before any test's timeout starts (cold, helm takes minutes).
 	$(GO) run ./hack/cmd/tool -path helm >/dev/null
 	$(GO) run ./hack/cmd/tool -path kustomize >/dev/null
+	$(GO) run ./hack/cmd/tool -path cosign >/dev/null # e2e/release (make release-check)
+	$(GO) run ./hack/cmd/tool -path syft >/dev/null
 	$(GO) test -count=1 -timeout 20m $$($(GO) list ./... | grep -v /e2e/)
 	cd hack/kubeletrules && $(GO) test -count=1 -v ./... # the restart rules vs the kubelet v1.35.4 (a module of its own)
 	@# The cluster's binaries first, outside any test's timeout: cold, they are most of the run.
