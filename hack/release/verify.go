@@ -203,9 +203,13 @@ func decodeAttestations(out, indexDigest string) (map[string]spdxDoc, error) {
 		if err := json.Unmarshal([]byte(line), &env); err != nil {
 			return nil, fmt.Errorf("attestation envelope: %w", err)
 		}
-		payload, err := base64.StdEncoding.DecodeString(env.Payload)
-		if err != nil {
-			return nil, fmt.Errorf("attestation payload: %w", err)
+		// A DSSE envelope (its payload base64), or the statement itself.
+		payload := []byte(line)
+		if env.Payload != "" {
+			var err error
+			if payload, err = base64.StdEncoding.DecodeString(env.Payload); err != nil {
+				return nil, fmt.Errorf("attestation payload: %w", err)
+			}
 		}
 		var st struct {
 			PredicateType string `json:"predicateType"`
