@@ -64,13 +64,13 @@ func Verify(ctx context.Context, o Options, pub string, want *Result) (*Report, 
 			if n := countJSONLines(out); n == 0 {
 				return rep, fmt.Errorf("cosign verify %s: no signature printed", ref)
 			}
-			rep.Lines = append(rep.Lines, "cosign verify: "+firstLine(stderr))
+			rep.Lines = append(rep.Lines, "cosign verify: "+cosignSummary(stderr))
 		}
 		out, err := run(ctx, o, "", env, t.cosign, append(append([]string{"verify-attestation", "--type", "spdxjson"}, verifyFlags...), img.Ref())...)
 		if err != nil {
 			return rep, err
 		}
-		rep.Lines = append(rep.Lines, "cosign verify-attestation: "+firstLine(stderr))
+		rep.Lines = append(rep.Lines, "cosign verify-attestation: "+cosignSummary(stderr))
 		sboms, err := decodeAttestations(out, img.Digest)
 		if err != nil {
 			return rep, fmt.Errorf("%s: %w", img.Ref(), err)
@@ -108,13 +108,17 @@ func specNamed(name string) images.Spec {
 	return images.Spec{Dir: name}
 }
 
-func firstLine(s string) string {
+// cosignSummary is cosign's report of a verification (its standard error):
+// the "Verification for REF --" line and the checks it lists.
+func cosignSummary(s string) string {
+	var parts []string
 	for _, l := range strings.Split(s, "\n") {
-		if l = strings.TrimSpace(l); l != "" {
-			return l
+		l = strings.TrimSpace(l)
+		if strings.HasPrefix(l, "Verification for ") || strings.HasPrefix(l, "- ") {
+			parts = append(parts, l)
 		}
 	}
-	return ""
+	return strings.Join(parts, " ")
 }
 
 func countJSONLines(out string) int {
