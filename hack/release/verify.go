@@ -304,8 +304,12 @@ func checkModules(ctx context.Context, root string, spec images.Spec, arch strin
 	if _, ok := have[gomod.Module.Path]; !ok {
 		return "", fmt.Errorf("SBOM does not name the main module %s", gomod.Module.Path)
 	}
-	return fmt.Sprintf("%d Go modules, each in go.mod at the SBOM's version; all %d modules the binary links are named",
-		len(have)-1, len(want)), nil
+	deps := len(have) - 1 // the main module
+	if _, ok := have["stdlib"]; ok {
+		deps--
+	}
+	return fmt.Sprintf("%d dependency modules besides %s and stdlib, each in go.mod at the SBOM's version; all %d modules the binary links are named",
+		deps, gomod.Module.Path, len(want)), nil
 }
 
 func goLines(ctx context.Context, dir string, env []string, args ...string) ([]string, error) {
