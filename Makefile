@@ -29,6 +29,8 @@ test: lint build ## Everything: unit tests, simulator, real API server and real-
 	@# The tools the tests run, built before any test's timeout starts (cold, helm takes minutes).
 	$(GO) run ./hack/cmd/tool -path helm >/dev/null
 	$(GO) run ./hack/cmd/tool -path kustomize >/dev/null
+	$(GO) run ./hack/cmd/tool -path cosign >/dev/null # e2e/release (make release-check)
+	$(GO) run ./hack/cmd/tool -path syft >/dev/null
 	$(GO) test -count=1 -timeout 20m $$($(GO) list ./... | grep -v /e2e/)
 	@# The restart rules and the stop's safety vs the kubelet of each supported release (a module of its own, a go.mod per release).
 	cd hack/kubeletrules && for m in go.v1.35.mod go.v1.36.mod go.mod; do $(GO) test -count=1 -modfile=$$m -v ./... || exit 1; done
@@ -51,6 +53,7 @@ clean: ## Remove build output.
 -include e2e/cluster.mk
 -include sim/sim.mk
 -include hack/tools.mk
+-include hack/release.mk
 
 .PHONY: bench
 bench: ## Burst latency, writes per pod, memory and CPU vs the yardstick and OpenKruise's SidecarTerminator, on a real API server (writes e2e/bench/results/).

@@ -46,6 +46,10 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
   restrict_oom_score_adj = true
   stream_server_address = "127.0.0.1"
   enable_selinux = false
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    # One hosts.toml per registry a run trusts (Node.TrustRegistry); empty
+    # otherwise, and nothing is pulled.
+    config_path = "{{run}}/containerd/certs.d"
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
     conf_dir = "{{run}}/cni/net.d"

@@ -1,5 +1,6 @@
 // Package toolbin builds the developer tools pinned under hack/tools (one Go
-// module per tool: helm, kustomize, actionlint, crane, kind, gremlins) from their Go modules and caches the binaries outside
+// module per tool: helm, kustomize, actionlint, crane, kind, gremlins,
+// cosign, syft) from their Go modules and caches the binaries outside
 // the repository, keyed by version: the first test or make target pays the
 // build, every later one gets the path at once. The tools' dependencies stay
 // in hack/tools, out of the product's go.mod.
@@ -26,6 +27,8 @@ var Packages = map[string]string{
 	"crane":      "github.com/google/go-containerregistry/cmd/crane",
 	"kind":       "sigs.k8s.io/kind",
 	"gremlins":   "github.com/go-gremlins/gremlins/cmd/gremlins",
+	"cosign":     "github.com/sigstore/cosign/v3/cmd/cosign",
+	"syft":       "github.com/anchore/syft/cmd/syft",
 }
 
 // CacheDir is where the tools are cached: $SIDECAR_TERMINATOR_CACHE/tools,
@@ -109,6 +112,12 @@ func ldflagsFor(ctx context.Context, toolsDir, name, version string) (string, er
 			flags = append(flags, "-X", p+".k8sVersionMajor="+major, "-X", p+".k8sVersionMinor="+minor)
 		}
 		return strings.Join(flags, " "), nil
+	case "cosign":
+		// What `cosign version` prints (sigs.k8s.io/release-utils/version).
+		return "-s -w -X sigs.k8s.io/release-utils/version.gitVersion=" + version, nil
+	case "syft":
+		// syft's main package reads its version from a -X'd variable.
+		return "-s -w -X main.version=" + version, nil
 	case "actionlint":
 		return "-s -w -X github.com/rhysd/actionlint.version=" + version, nil
 	}
