@@ -72,6 +72,9 @@ func mirror() string {
 			continue
 		}
 		for _, line := range strings.Split(string(data), "\n") {
+			if strings.HasPrefix(strings.TrimSpace(line), "#") {
+				continue
+			}
 			for _, w := range strings.Fields(line) {
 				if strings.HasPrefix(w, "http") && strings.Contains(w, "/debian") && !strings.Contains(w, "security") {
 					return w

@@ -39,10 +39,37 @@ const recipe = "r1"
 
 func main() {
 	printName := flag.Bool("print-name", false, "print the node image name for this Kubernetes version and kind, build nothing")
+	out := flag.String("out", "bin/kind/kruise-image.tar", "kruise-image: where to write the tarball")
+	flag.Usage = func() {
+		fmt.Fprintln(os.Stderr, "usage: kindimage [-print-name]        the node image (built unless cached); prints its name")
+		fmt.Fprintln(os.Stderr, "       kindimage [-out F] kruise-image OpenKruise's image as a docker-archive; prints its name")
+		fmt.Fprintln(os.Stderr, "       kindimage kruise-dir            the pinned kruise module's directory (its config/)")
+	}
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	b, err := newBuilder(ctx)
+	if err == nil && flag.NArg() > 0 {
+		switch flag.Arg(0) {
+		case "kruise-image":
+			if err = b.kruiseImage(ctx, *out); err == nil {
+				fmt.Println(KruiseImage)
+			}
+		case "kruise-dir":
+			var dir string
+			if dir, err = b.kruiseDir(ctx); err == nil {
+				fmt.Println(dir)
+			}
+		default:
+			flag.Usage()
+			os.Exit(2)
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "kindimage: %v\n", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err == nil && *printName {
 		fmt.Println(b.nodeRef())
 		return
