@@ -74,4 +74,3 @@ func (b *builder) kruiseDir(ctx context.Context) (string, error) {
 	}
 	return "", fmt.Errorf("go mod download github.com/openkruise/kruise: no Dir")
 }
-
