@@ -55,7 +55,7 @@ func (b *builder) rootfs(ctx context.Context) (string, error) {
 				return err
 			}
 		}
-		if _, err := b.run(ctx, "", "tar", "--numeric-owners", "--xattrs", "-C", dir, "-cf", path+".tmp", "."); err != nil {
+		if _, err := b.run(ctx, "", "tar", "--numeric-owner", "--xattrs", "-C", dir, "-cf", path+".tmp", "."); err != nil {
 			return err
 		}
 		b.timed("debootstrap root "+filepath.Base(path), t0)
