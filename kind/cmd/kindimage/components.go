@@ -173,6 +173,10 @@ func (b *builder) serverTarball(ctx context.Context, rootfs string) (string, err
 	return path, os.Rename(path+".tmp", path)
 }
 
+// localPathProvisionerVersion is the github.com/rancher/local-path-provisioner
+// release built for kind's storage image.
+const localPathProvisionerVersion = "v0.0.30"
+
 // kindImages are the images kind itself deploys, under the names the pinned
 // kind's source gives them: the sandbox (pause) image of its containerd
 // config, its CNI (kindnetd) and its storage provisioner and helper.
@@ -204,11 +208,10 @@ func (b *builder) kindImages(ctx context.Context, root v1.Layer) ([]archiveImage
 	if err != nil {
 		return nil, err
 	}
-	// The local-path-provisioner release kind's own image builds.
-	provisionerVersion, err := read("images/local-path-provisioner/Makefile", `(?m)^VERSION=(\S+)`)
-	if err != nil {
-		return nil, err
-	}
+	// kind's own image builds the release its images/local-path-provisioner/
+	// Makefile names (v0.0.34 for kind v0.33.0), which the Go proxy refuses
+	// (403); this builds the newest one it serves that has been tried.
+	provisionerVersion := localPathProvisionerVersion
 
 	pause, err := oci.BuildFor(ctx, b.root, images.Pause, runtime.GOARCH)
 	if err != nil {
