@@ -54,6 +54,7 @@ clean: ## Remove build output.
 -include sim/sim.mk
 -include hack/tools.mk
 -include hack/release.mk
+-include kind/kind.mk
 
 .PHONY: bench
 bench: ## Burst latency, writes per pod, memory and CPU vs the yardstick and OpenKruise's SidecarTerminator, on a real API server (writes e2e/bench/results/).

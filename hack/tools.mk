@@ -5,13 +5,12 @@
 TOOL      := $(GO) run ./hack/cmd/tool
 CHART_DIR := controller/deploy/chart/sidecar-terminator
 # e2e environment: local (the real local cluster, needs root), kind (kind/up.sh
-# then the suite), kubeconfig (any cluster with the product installed:
-# E2E_KUBECONFIG=path).
+# then the suite: kind/kind.mk), kubeconfig (any cluster with the product
+# installed: E2E_KUBECONFIG=path).
 E2E_ENV   ?= local
-K8S_MINOR ?= 1.30
 KIND_KUBECONFIG ?= $(CURDIR)/$(BIN)/kind/sidecar-terminator.kubeconfig
 
-.PHONY: manifests lint-workflows chart-package kind-up kind-down e2e
+.PHONY: manifests lint-workflows chart-package e2e
 
 manifests: ## Regenerate the kustomize base (controller/deploy/base) from the Helm chart.
 	$(GO) run ./controller/deploy/cmd/render-base
@@ -22,18 +21,11 @@ lint-workflows: ## actionlint (built from its Go module) on .github/workflows.
 chart-package: ## Package the Helm chart into bin/chart.
 	$(TOOL) helm package $(CHART_DIR) --destination $(BIN)/chart
 
-kind-up: images ## kind cluster (K8S_MINOR=1.26|1.28|1.30) with OpenKruise, the chart and the mock virtual node (needs Docker).
-	KIND_KUBECONFIG=$(KIND_KUBECONFIG) kind/up.sh $(K8S_MINOR)
-
-kind-down: ## Delete the kind cluster.
-	kind/down.sh
-
 e2e: ## The shared e2e cases: E2E_ENV=local (default), kind or kubeconfig (E2E_KUBECONFIG=path; E2E_NODE_KIND=normal|virtual|all).
 ifeq ($(E2E_ENV),local)
 	$(MAKE) e2e-local
 else ifeq ($(E2E_ENV),kind)
-	$(MAKE) kind-up
-	E2E_KUBECONFIG=$(KIND_KUBECONFIG) $(GO) test ./e2e/kubeconfig/ -count=1 -timeout 40m -v $(E2E_FLAGS)
+	$(MAKE) e2e-kind
 else ifeq ($(E2E_ENV),kubeconfig)
 	@test -n "$(E2E_KUBECONFIG)" || { echo "E2E_ENV=kubeconfig needs E2E_KUBECONFIG=path"; exit 2; }
 	E2E_KUBECONFIG=$(E2E_KUBECONFIG) $(GO) test ./e2e/kubeconfig/ -count=1 -timeout 40m -v $(E2E_FLAGS)

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/sidecar-terminator/sidecar-terminator/hack/repo"
@@ -28,6 +29,7 @@ func main() {
 	out := flag.String("out", "bin/images", "directory for the tarballs")
 	release := flag.Bool("release", true, "also write the multi-arch release images to OUT/oci")
 	local := flag.Bool("local", true, "write the local cluster's single-arch images to OUT")
+	platforms := flag.String("platforms", strings.Join(images.Platforms, ","), "architectures of the release images (kind loads one: the machine's)")
 	flag.Parse()
 	ctx := context.Background()
 	var err error
@@ -40,7 +42,7 @@ func main() {
 		}
 	}
 	if err == nil && *release {
-		err = writeRelease(ctx, filepath.Join(*out, "oci"))
+		err = writeRelease(ctx, filepath.Join(*out, "oci"), strings.Split(*platforms, ","))
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "build-images: %v\n", err)
@@ -48,13 +50,13 @@ func main() {
 	}
 }
 
-func writeRelease(ctx context.Context, dir string) error {
+func writeRelease(ctx context.Context, dir string, platforms []string) error {
 	root, err := repo.Root()
 	if err != nil {
 		return err
 	}
 	start := time.Now()
-	built, skipped, err := oci.WriteRelease(ctx, root, dir, images.Release, images.Platforms)
+	built, skipped, err := oci.WriteRelease(ctx, root, dir, images.Release, platforms)
 	if err != nil {
 		return err
 	}
@@ -64,6 +66,6 @@ func writeRelease(ctx context.Context, dir string) error {
 	for _, s := range skipped {
 		fmt.Fprintf(os.Stderr, "build-images: %s skipped: package %s not found\n", s.Ref, s.Package)
 	}
-	fmt.Fprintf(os.Stderr, "build-images: release images for %v in %s\n", images.Platforms, time.Since(start).Round(time.Second))
+	fmt.Fprintf(os.Stderr, "build-images: release images for %v in %s\n", platforms, time.Since(start).Round(time.Second))
 	return nil
 }
