@@ -49,6 +49,7 @@ clean: ## Remove build output.
 -include e2e/cluster.mk
 -include sim/sim.mk
 -include hack/tools.mk
+-include e2e/kruisesuite/kruisesuite.mk
 
 .PHONY: bench
 bench: ## Burst latency, writes per pod, memory and CPU vs the yardstick and OpenKruise's SidecarTerminator, on a real API server (writes e2e/bench/results/).
