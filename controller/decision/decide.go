@@ -52,19 +52,18 @@ func Decide(in Input) Plan {
 		case s.IgnoreExitCode:
 			ignoring = append(ignoring, s)
 		case settled:
-		case s.AfterKill.Again:
+		case s.KillBlocked:
 			restarting = append(restarting, s)
 		default:
 			regular = append(regular, s)
 		}
 	}
 	for _, s := range restarting {
-		plan.Problems = append(plan.Problems, Problem{Reason: ReasonSidecarRestartsAfterKill, Message: fmt.Sprintf(
-			"container %q cannot be stopped by a kill: its %s makes the kubelet run it again after it exits; make it a native sidecar (an init container with restartPolicy Always), which the kubelet stops itself once the main containers are done", s.Name, s.AfterKill.Rule)})
+		plan.Problems = append(plan.Problems, Problem{Reason: killBlockedReason(s), Message: killBlockedMessage(s)})
 	}
 	switch {
 	case len(restarting) > 0 && len(regular) == 0:
-		return plan.with(VerdictNoPath, fmt.Sprintf("the main containers are done, but sidecars %v restart after any stop", names(restarting)))
+		return plan.with(VerdictNoPath, fmt.Sprintf("the main containers are done, but no stop of sidecars %v is safe: each would run again, or restart the whole pod", names(restarting)))
 	case len(regular) > 0:
 		// Ignore-exit-code sidecars wait until the others have terminated:
 		// the phase is settled only then.
@@ -90,7 +89,18 @@ func Decide(in Input) Plan {
 			plan.RequeueAfter = wait
 			return plan.with(VerdictInProgress, fmt.Sprintf("the phase is settled; waiting %s for the kubelet to stop ignore-exit-code sidecars %v", wait.Round(time.Second), names(ignoring)))
 		}
-		return plan.kill(in, ignoring)
+		// Never a sidecar no stop may touch: the phase is terminal, and the
+		// kubelet's own stop of a terminal pod's containers restarts nothing.
+		var killable []Container
+		for _, s := range ignoring {
+			if !s.KillBlocked {
+				killable = append(killable, s)
+			}
+		}
+		if len(killable) == 0 {
+			return plan.with(VerdictInProgress, fmt.Sprintf("the phase is settled; sidecars %v are left to the kubelet: no stop of ours is safe for them", names(ignoring)))
+		}
+		return plan.kill(in, killable)
 	}
 	return plan.with(VerdictDone, "the main containers are done and every sidecar has terminated")
 }

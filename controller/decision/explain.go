@@ -45,8 +45,13 @@ func (p Plan) Explain(w io.Writer) error {
 	}
 	fmt.Fprintln(w)
 	for _, c := range p.Containers {
-		if c.Role == RoleMain {
+		switch {
+		case c.Role == RoleMain:
 			fmt.Fprintf(w, "Restart:  main %q follows %s: %s\n", c.Name, c.RestartRules, mainDone(c))
+		case c.Role == RoleSidecar && c.KillBlocked:
+			fmt.Fprintf(w, "Restart:  sidecar %q follows %s: never stopped (%s)\n", c.Name, c.RestartRules, killBlockedMessage(c))
+		case c.Role == RoleSidecar && strings.HasPrefix(c.RestartRules, "container "):
+			fmt.Fprintf(w, "Restart:  sidecar %q follows %s: a stop is safe (no exit of 0, 143 or 137 restarts it or the pod)\n", c.Name, c.RestartRules)
 		}
 	}
 	if p.NodePath != "" {

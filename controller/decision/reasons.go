@@ -8,7 +8,7 @@ func WarningReasons() []string {
 		ReasonInvalidSidecarEnv, ReasonInvalidQuickExitImage, ReasonQuickExitImageNotAllowed,
 		ReasonUnknownSidecarName, ReasonNoMainContainer, ReasonNoTerminationPath, ReasonNodeNotFound,
 		ReasonSidecarKillFailed, ReasonSidecarKillGaveUp, ReasonPhaseSettleRefused, ReasonQuickExitNotRunning,
-		ReasonSidecarRestartsAfterKill, ReasonNearMissMark, ReasonInvalidStopOrder, ReasonStopOrderHeldUp,
+		ReasonSidecarRestartsAfterKill, ReasonSidecarKillRestartsPod, ReasonNearMissMark, ReasonInvalidStopOrder, ReasonStopOrderHeldUp,
 		ReasonSecondTerminator,
 	}
 }

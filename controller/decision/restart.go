@@ -53,6 +53,9 @@ type Restart struct {
 	// Rule says which rule decided, for a person: "rule 1 (Restart on exit
 	// codes In [42])", "container restartPolicy OnFailure", "pod restartPolicy Never".
 	Rule string
+	// Exit is the exit code the answer is for, where the caller asked about
+	// one exit of several (restartsAfterKill).
+	Exit int32
 }
 
 // ContainerRestart applies the kubelet's restart rules to a regular container
@@ -169,14 +172,43 @@ const (
 	ExitSIGKILL  = 137
 )
 
-// restartsAfterKill reports whether a sidecar cannot be stopped by a kill:
-// the kubelet runs it again after exit code 0, the exit of a graceful stop and
-// of the quick-exit image. A sidecar that restarts only on the signal codes
-// (own policy OnFailure) may still be stopped: a CRR whose kill it survives is
-// a failed kill, followed through like any other.
+// StopExits are the exit codes a stop of ours can produce, in the order a
+// stop produces them: a graceful exit, SIGTERM, SIGKILL after the grace
+// period. An image swap stops the running container the same way (the
+// kubelet kills it to start the new image: kuberuntime_manager.go
+// computePodActions, "Container spec hash changed") before the quick-exit
+// image exits 0.
+var StopExits = []int32{ExitGraceful, ExitSIGTERM, ExitSIGKILL}
+
+// restartsAfterKill reports whether a sidecar cannot be stopped by a kill,
+// and the kubelet's answer that says so:
+//   - the kubelet runs it again after exit code 0, the exit of a graceful
+//     stop and of the quick-exit image (its own policy Always, or a Restart
+//     rule on 0);
+//   - or a RestartAllContainers rule (KEP-5532) matches any exit a stop can
+//     produce (0, 143, 137): the kubelet would then restart every container
+//     of the pod in place, the finished mains included, under any pod
+//     restartPolicy. The gate is beta and on by default from Kubernetes 1.36
+//     (pkg/features/kube_features.go, RestartAllContainersOnContainerExits, at
+//     k8s.io/kubernetes v1.36.3 and v1.37.2); an API server that admitted the
+//     rule runs it.
+//
+// A sidecar that restarts itself only on the signal codes (its own policy
+// OnFailure, or a Restart rule on 143) may still be stopped: a kill it
+// survives is a failed kill, followed through like any other. Exit 0 is
+// asked first, so a sidecar blocked for both reasons is described by the
+// graceful exit.
 func restartsAfterKill(podPolicy corev1.RestartPolicy, c *corev1.Container) (Restart, bool) {
+	for _, code := range StopExits {
+		r := ContainerRestart(podPolicy, c, code)
+		r.Exit = code
+		if (code == ExitGraceful && r.Again) || r.AllContainers {
+			return r, true
+		}
+	}
 	r := ContainerRestart(podPolicy, c, ExitGraceful)
-	return r, r.Again
+	r.Exit = ExitGraceful
+	return r, false
 }
 
 // withRestartRules fills in what the kubelet's restart rules say of a
@@ -187,7 +219,7 @@ func withRestartRules(pod *corev1.Pod, spec *corev1.Container, c Container) Cont
 		c.AfterExit = ContainerRestart(pod.Spec.RestartPolicy, spec, c.ExitCode)
 	}
 	if c.Role == RoleSidecar {
-		c.AfterKill, _ = restartsAfterKill(pod.Spec.RestartPolicy, spec)
+		c.AfterKill, c.KillBlocked = restartsAfterKill(pod.Spec.RestartPolicy, spec)
 	}
 	return c
 }
@@ -211,3 +243,30 @@ func describeRestartRules(podPolicy corev1.RestartPolicy, c *corev1.Container) s
 // ReasonSidecarRestartsAfterKill: a sidecar's own restart rules run it again
 // after the exit a stop produces, so no kill can stop it.
 const ReasonSidecarRestartsAfterKill = "SidecarRestartsAfterKill"
+
+// ReasonSidecarKillRestartsPod: a sidecar's RestartAllContainers rule matches
+// an exit a stop produces, so a stop would make the kubelet run the finished
+// main containers again. It is never stopped.
+const ReasonSidecarKillRestartsPod = "SidecarKillRestartsPod"
+
+// killBlockedMessage says why a sidecar is not stopped and what to change.
+func killBlockedMessage(s Container) string {
+	if s.AfterKill.AllContainers {
+		return fmt.Sprintf("container %q is not stopped: its %s matches exit %d, which a stop produces "+
+			"(0 graceful, 143 SIGTERM, 137 SIGKILL after the grace period); the kubelet would restart every container "+
+			"of the pod in place and run the finished main containers again. Exclude 0, 137 and 143 from the rule's "+
+			"exit codes, or make it a native sidecar (an init container with restartPolicy Always), which the kubelet "+
+			"stops itself once the main containers are done", s.Name, s.AfterKill.Rule, s.AfterKill.Exit)
+	}
+	return fmt.Sprintf("container %q cannot be stopped by a kill: its %s makes the kubelet run it again after it exits; "+
+		"make it a native sidecar (an init container with restartPolicy Always), which the kubelet stops itself once "+
+		"the main containers are done", s.Name, s.AfterKill.Rule)
+}
+
+// killBlockedReason is the Warning's reason for a sidecar no kill may stop.
+func killBlockedReason(s Container) string {
+	if s.AfterKill.AllContainers {
+		return ReasonSidecarKillRestartsPod
+	}
+	return ReasonSidecarRestartsAfterKill
+}

@@ -86,10 +86,12 @@ type Container struct {
 	// Restart rules of a regular container (restart.go). RestartRules
 	// describes them for a person; AfterExit is the kubelet's answer to the
 	// container's last exit (when terminated); AfterKill its answer to the
-	// exit a stop produces (sidecars).
+	// exits a stop produces (sidecars); KillBlocked: no stop of ours may
+	// touch it (restartsAfterKill).
 	RestartRules string
 	AfterExit    Restart
 	AfterKill    Restart
+	KillBlocked  bool
 }
 
 // Node is what the controller knows of the pod's node.
