@@ -192,6 +192,18 @@ func libraryClosure(ctx context.Context, debs, pkg string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	libs := libraries(deps, pkg)
+	if err := os.MkdirAll(debs, 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(saved, []byte(strings.Join(libs, "\n")+"\n"), 0o644); err != nil {
+		return nil, err
+	}
+	return libs, nil
+}
+
+// libraries walks deps from pkg through shared-library packages only.
+func libraries(deps map[string][]string, pkg string) []string {
 	seen := map[string]bool{}
 	queue := []string{pkg}
 	var libs []string
@@ -208,13 +220,7 @@ func libraryClosure(ctx context.Context, debs, pkg string) ([]string, error) {
 		}
 	}
 	sort.Strings(libs)
-	if err := os.MkdirAll(debs, 0o755); err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(saved, []byte(strings.Join(libs, "\n")+"\n"), 0o644); err != nil {
-		return nil, err
-	}
-	return libs, nil
+	return libs
 }
 
 // dependsRecursive reads, in one apt-cache call, the Depends and
@@ -226,10 +232,17 @@ func dependsRecursive(ctx context.Context, pkg string) (map[string][]string, err
 	if err != nil {
 		return nil, fmt.Errorf("apt-cache depends %s (run apt-get update first?): %w", pkg, err)
 	}
+	return parseDepends(string(out)), nil
+}
+
+// parseDepends reads `apt-cache depends --recurse` output: each package's
+// Depends and Pre-Depends, the first of each set of alternatives, virtual
+// packages (<name>) left out.
+func parseDepends(out string) map[string][]string {
 	deps := map[string][]string{}
 	cur := ""
 	alt := false // the previous line began a set of alternatives
-	for _, l := range strings.Split(string(out), "\n") {
+	for _, l := range strings.Split(out, "\n") {
 		if l == "" {
 			continue
 		}
@@ -246,7 +259,7 @@ func dependsRecursive(ctx context.Context, pkg string) (map[string][]string, err
 		}
 		alt = strings.HasPrefix(f[0], "|")
 	}
-	return deps, nil
+	return deps
 }
 
 // download fetches each package's candidate .deb with apt-get into dir

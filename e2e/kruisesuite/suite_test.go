@@ -62,16 +62,15 @@ func TestOpenKruiseSidecarTerminatorSuite(t *testing.T) {
 	who := terminator(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
-	// The suite's binary first: cold, it is minutes of compiling
-	// (make test builds it beforehand with the cluster's binaries).
+	e := clustertest.Up(ctx, t, cluster.UpOptions{Kruise: cluster.KruiseOptions{SidecarTerminator: who == OpenKruise}})
+	// Cold, this is minutes of compiling; make test and make kruise-e2e
+	// build it beforehand with the cluster's binaries (cluster build).
 	t0 := time.Now()
 	suite, err := cluster.KruiseE2ETestBinary(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("OpenKruise %s e2e test binary ready in %s: %s", cluster.KruiseVersion, time.Since(t0).Round(time.Second), suite)
-
-	e := clustertest.Up(ctx, t, cluster.UpOptions{Kruise: cluster.KruiseOptions{SidecarTerminator: who == OpenKruise}})
 	t1 := time.Now()
 	tars, err := WriteImages(ctx, filepath.Join(e.RunDir, "kruise-e2e-images"))
 	if err != nil {
@@ -202,9 +201,14 @@ func readReport(path string) (result, error) {
 			r.ran++
 			r.state, r.failure, r.runTime = s.State, s.Failure.Message, s.RunTime
 			var starts []time.Time
-			ev := s.SpecEvents
+			ev := s.SpecEvents[:0:0]
+			for _, e := range s.SpecEvents {
+				if e.SpecEventType == "By" {
+					ev = append(ev, e)
+				}
+			}
 			for i := 0; i+1 < len(ev); i++ {
-				if ev[i].SpecEventType == "By" && ev[i+1].SpecEventType == "By" && strings.HasPrefix(ev[i+1].Message, "Create job-") {
+				if strings.HasPrefix(ev[i+1].Message, "Create job-") {
 					r.workloads = append(r.workloads, workload{name: ev[i].Message})
 					starts = append(starts, ev[i].TimelineLocation.Time)
 				}
