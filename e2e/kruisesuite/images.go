@@ -227,10 +227,10 @@ func libraries(deps map[string][]string, pkg string) []string {
 // Pre-Depends of pkg and of everything they reach, taking the first of each
 // set of alternatives.
 func dependsRecursive(ctx context.Context, pkg string) (map[string][]string, error) {
-	out, err := exec.CommandContext(ctx, "apt-cache", "depends", "--recurse", "--no-recommends", "--no-suggests",
-		"--no-conflicts", "--no-breaks", "--no-replaces", "--no-enhances", pkg).Output()
+	out, err := apt(ctx, "", "apt-cache", "depends", "--recurse", "--no-recommends", "--no-suggests",
+		"--no-conflicts", "--no-breaks", "--no-replaces", "--no-enhances", pkg)
 	if err != nil {
-		return nil, fmt.Errorf("apt-cache depends %s (run apt-get update first?): %w", pkg, err)
+		return nil, err
 	}
 	return parseDepends(string(out)), nil
 }
@@ -262,6 +262,31 @@ func parseDepends(out string) map[string][]string {
 	return deps
 }
 
+// apt runs an apt command in dir; if it fails (a machine whose package
+// lists were never fetched knows no package), it runs `apt-get update` once
+// and tries again.
+func apt(ctx context.Context, dir, name string, args ...string) ([]byte, error) {
+	run := func() ([]byte, error) {
+		cmd := exec.CommandContext(ctx, name, args...)
+		cmd.Dir = dir
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, stderr.String())
+		}
+		return out, nil
+	}
+	out, err := run()
+	if err == nil {
+		return out, nil
+	}
+	if upd, uerr := exec.CommandContext(ctx, "apt-get", "update", "-qq").CombinedOutput(); uerr != nil {
+		return nil, fmt.Errorf("%w; and apt-get update: %v: %s", err, uerr, upd)
+	}
+	return run()
+}
+
 // download fetches each package's candidate .deb with apt-get into dir
 // (once: a .deb already there is used as it is) and returns their paths.
 func download(ctx context.Context, dir string, pkgs []string) ([]string, error) {
@@ -282,10 +307,8 @@ func download(ctx context.Context, dir string, pkgs []string) ([]string, error) 
 			}
 		}
 		if len(missing) > 0 {
-			cmd := exec.CommandContext(ctx, "apt-get", append([]string{"download", "-q"}, missing...)...)
-			cmd.Dir = dir
-			if out, err := cmd.CombinedOutput(); err != nil {
-				return fmt.Errorf("apt-get download %s (run apt-get update first?): %w: %s", strings.Join(missing, " "), err, out)
+			if _, err := apt(ctx, dir, "apt-get", append([]string{"download", "-q"}, missing...)...); err != nil {
+				return err
 			}
 		}
 		for _, p := range pkgs {
