@@ -30,7 +30,8 @@ test: lint build ## Everything: unit tests, simulator, real API server and real-
 	$(GO) run ./hack/cmd/tool -path helm >/dev/null
 	$(GO) run ./hack/cmd/tool -path kustomize >/dev/null
 	$(GO) test -count=1 -timeout 20m $$($(GO) list ./... | grep -v /e2e/)
-	cd hack/kubeletrules && $(GO) test -count=1 -v ./... # the restart rules vs the kubelet v1.35.4 (a module of its own)
+	@# The restart rules and the stop's safety vs the kubelet of each supported release (a module of its own, a go.mod per release).
+	cd hack/kubeletrules && for m in go.v1.35.mod go.v1.36.mod go.mod; do $(GO) test -count=1 -modfile=$$m -v ./... || exit 1; done
 	@# The cluster's binaries first, outside any test's timeout: cold, they are most of the run.
 	$(GO) run ./e2e/cmd/cluster build
 	@# One e2e package at a time: a real node uses host-wide paths (cni0, /hostvarrun, the kubelet's device-plugin socket).

@@ -21,3 +21,13 @@ demo: ## The same Job on the real node (CRR through kruise-daemon) and on a mock
 
 e2e-local: ## The e2e-framework suite against the real local cluster (E2E_LOGS_DIR=dir keeps logs).
 	$(GO) test ./e2e/realnode/ -count=1 -timeout 40m -v $(E2E_FLAGS)
+
+.PHONY: e2e-versions
+E2E_VERSIONS ?= 1.35 1.36 1.37
+e2e-versions: ## The real-node suite on each supported Kubernetes (E2E_VERSIONS, default 1.35 1.36 1.37): the release checklist and CI's matrix, not every make test.
+	@for v in $(E2E_VERSIONS); do \
+	  echo "== Kubernetes $$v"; \
+	  SIDECAR_TERMINATOR_KUBERNETES=$$v $(GO) run ./e2e/cmd/cluster build || exit 1; \
+	  SIDECAR_TERMINATOR_KUBERNETES=$$v $(GO) test -count=1 -timeout 40m -v ./e2e/realnode/ 2>&1 | grep -E '^(=== RUN|--- |PASS|FAIL|ok)|harness: (node|kubelet)|SKIPPED' ; \
+	  test $${PIPESTATUS[0]} -eq 0 || exit 1; \
+	done

@@ -39,6 +39,9 @@ type truth struct {
 	// settledAt: the latest settle, from which the kubelet's grace runs.
 	writtenBack bool
 	settledAt   time.Time
+	// restartedAll: the kubelet's in-place restarts of the whole pod when
+	// its mains were done; any later one reruns finished mains.
+	restartedAll int
 }
 
 type killMark struct {
@@ -183,8 +186,17 @@ func (ch *Checker) podChanged(e *podEntry, old *corev1.Pod) {
 	if e.rt == nil {
 		return
 	}
+	if !tr.mainsDoneAt.IsZero() && e.rt.RestartedAll() > tr.restartedAll {
+		// Once the mains are done only a stop can end a sidecar (the
+		// templates' sidecars never exit on their own): a stop made the
+		// kubelet restart every container, and the mains run again.
+		tr.restartedAll = e.rt.RestartedAll()
+		ch.violate("safety", e, "the kubelet restarted every container in place %s after the mains were done: a stop matched a RestartAllContainers rule, and finished mains run again",
+			s.now().Sub(tr.mainsDoneAt))
+	}
 	if tr.mainsDoneAt.IsZero() && mainsActive(e) == "" {
 		tr.mainsDoneAt = s.now()
+		tr.restartedAll = e.rt.RestartedAll()
 		s.after(s.sc.Bound, func() { ch.liveness(e) })
 		if r := e.tmpl.DeleteAfterMainsDone; !r.zero() {
 			s.after(s.draw(r), func() { s.world.deletePod(e, "deleted after its mains finished") })

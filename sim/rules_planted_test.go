@@ -39,8 +39,10 @@ func TestPolicyBlindDecisionFailsTheSoak(t *testing.T) {
 		if v == nil {
 			continue
 		}
-		if v.Kind != "safety" || !strings.Contains(v.Message, "its restart rules run it again") {
-			t.Fatalf("seed %d: want a safety violation about a main its rules restart, got %s: %s", seed, v.Kind, v.Message)
+		// The main its rules restart shows either as terminated (restarted
+		// alone) or as waiting (the whole pod restarting in place).
+		if v.Kind != "safety" || !strings.Contains(v.Message, "while main ") {
+			t.Fatalf("seed %d: want a safety violation about a stop while a main its rules restart is not done, got %s: %s", seed, v.Kind, v.Message)
 		}
 		if !strings.Contains(v.String(), "--scenario soak --seed") || len(v.Trace) == 0 {
 			t.Errorf("violation is not replayable:\n%s", v)

@@ -24,6 +24,17 @@ func restartOn(codes ...int32) corev1.ContainerRestartRule {
 		ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{Operator: corev1.ContainerRestartRuleOnExitCodesOpIn, Values: codes}}
 }
 
+// restartAllOn is a RestartAllContainers rule (KEP-5532) on exit codes
+// In codes (NotIn when notIn).
+func restartAllOn(notIn bool, codes ...int32) corev1.ContainerRestartRule {
+	r := restartOn(codes...)
+	r.Action = corev1.ContainerRestartRuleActionRestartAllContainers
+	if notIn {
+		r.ExitCodes.Operator = corev1.ContainerRestartRuleOnExitCodesOpNotIn
+	}
+	return r
+}
+
 func restartNotIn(codes ...int32) corev1.ContainerRestartRule {
 	r := restartOn(codes...)
 	r.ExitCodes.Operator = corev1.ContainerRestartRuleOnExitCodesOpNotIn
@@ -65,6 +76,13 @@ var restartRuleScenarios = []Scenario{
 			never("r-side-always", job(), withPolicy(sidecar("proxy", "exit:0", markCRR, markImage), corev1.ContainerRestartPolicyAlways)).expect(ExpectWarning),
 			never("r-side-of", job(), withPolicy(sidecar("proxy", "exit:0", markCRR), corev1.ContainerRestartPolicyOnFailure)),
 			onFailure("r-side-never", job(), withPolicy(sidecar("proxy", "exit:1", markCRR), corev1.ContainerRestartPolicyNever))}},
+	{Name: "rules-sidecar-restart-all", Purpose: "sidecars with a RestartAllContainers rule (on by default from Kubernetes 1.36): one matching an exit a stop produces is never stopped (a Warning, the mains never run again); one matching only 42 is stopped",
+		Nodes: mixedNodes, Templates: []Template{
+			never("r-all-143", job(), withPolicy(sidecar("proxy", "exit:143", markCRR, markImage), corev1.ContainerRestartPolicyNever, restartAllOn(false, 143))).expect(ExpectWarning),
+			never("r-all-not0", job(), withPolicy(sidecar("proxy", "exit:0", markCRR), corev1.ContainerRestartPolicyNever, restartAllOn(true, 0))).expect(ExpectWarning),
+			never("r-all-143-vk", job(), withPolicy(sidecar("proxy", "exit:0", markImage), corev1.ContainerRestartPolicyNever, restartAllOn(false, 0, 143))).virtual().expect(ExpectWarning),
+			onFailure("r-all-42", job(), withPolicy(sidecar("proxy", "exit:0", markCRR), corev1.ContainerRestartPolicyNever, restartAllOn(false, 42))),
+			never("r-all-42-vk", job(), withPolicy(sidecar("proxy", "exit:143", markImage), corev1.ContainerRestartPolicyNever, restartAllOn(false, 42))).virtual()}},
 }
 
 // drawnRuleTemplates draws, for a soak run, pods whose containers carry their
@@ -101,6 +119,15 @@ func drawnRuleTemplates(pick func(float64) bool, intn func(int) int) []Template 
 			t.Expect = ExpectWarning
 		case pick(0.2):
 			side = withPolicy(side, corev1.ContainerRestartPolicyOnFailure)
+		case pick(0.15):
+			// A RestartAllContainers rule: matching an exit a stop produces
+			// (0, 143, 137) forbids any stop; 42 alone does not.
+			rules := [][]corev1.ContainerRestartRule{{restartAllOn(false, 143)}, {restartAllOn(true, 0)}, {restartAllOn(false, 137)}, {restartAllOn(false, 42)}}
+			r := rules[intn(len(rules))]
+			side = withPolicy(side, corev1.ContainerRestartPolicyNever, r...)
+			if r[0].ExitCodes.Values[0] != 42 {
+				t.Expect = ExpectWarning
+			}
 		}
 		t.Containers = []C{main, side}
 		t.Virtual = pick(0.3)

@@ -198,12 +198,20 @@ var StopExits = []int32{ExitGraceful, ExitSIGTERM, ExitSIGKILL}
 // survives is a failed kill, followed through like any other. Exit 0 is
 // asked first, so a sidecar blocked for both reasons is described by the
 // graceful exit.
+//
+// The pod-wide restart is asked as the kubelet asks it
+// (pkg/kubelet/container/helpers.go ShouldAllContainersRestart, through
+// FindMatchingContainerRestartRule): the first rule matching the exit decides,
+// whether or not the container sets a restartPolicy of its own.
 func restartsAfterKill(podPolicy corev1.RestartPolicy, c *corev1.Container) (Restart, bool) {
 	for _, code := range StopExits {
-		r := ContainerRestart(podPolicy, c, code)
-		r.Exit = code
-		if (code == ExitGraceful && r.Again) || r.AllContainers {
+		if r := ContainerRestart(podPolicy, c, code); code == ExitGraceful && r.Again {
+			r.Exit = code
 			return r, true
+		}
+		if i, rule, ok := matchingRule(c.RestartPolicyRules, code); ok && rule.Action == corev1.ContainerRestartRuleActionRestartAllContainers {
+			return Restart{Again: true, AllContainers: true, Exit: code,
+				Rule: fmt.Sprintf("rule %d (%s on exit codes %s %v)", i+1, rule.Action, rule.ExitCodes.Operator, rule.ExitCodes.Values)}, true
 		}
 	}
 	r := ContainerRestart(podPolicy, c, ExitGraceful)

@@ -19,6 +19,27 @@ import (
 // FieldManager names this controller in managedFields and audit logs.
 const FieldManager = "sidecar-terminator"
 
+// The CRR version. This controller reads, watches and writes
+// apps.kruise.io/v1alpha1 ContainerRecreateRequests (kruise-api v1.8.0),
+// which every OpenKruise release serves. OpenKruise's main branch
+// (openkruise/kruise 22b250ac0, "promote ContainerRecreateRequest API from
+// v1alpha1 to v1beta1") stores v1beta1 and keeps v1alpha1 served:
+// config/crd/bases/apps.kruise.io_containerrecreaterequests.yaml marks
+// v1alpha1 `served: true, storage: false` and v1beta1 `storage: true`, and
+// config/crd/patches/webhook_in_containerrecreaterequests.yaml sets the CRD's
+// conversion strategy to kruise-manager's /convert webhook, which runs
+// apis/apps/v1alpha1/containerrecreaterequest_conversion.go (ConvertTo and
+// ConvertFrom through the v1beta1 hub). The API server converts every
+// request and watch event to the version asked for, so what this controller
+// writes is stored as v1beta1 and what kruise-daemon writes back is read as
+// v1alpha1. The fields used here (containers by name, strategy
+// terminationGracePeriodSeconds and failurePolicy, activeDeadlineSeconds,
+// ttlSecondsAfterFinished, status phase and containerRecreateStates) exist in
+// both versions and round-trip; the annotations v1beta1 promotes into status
+// fields are kruise-daemon's own, never read here. A release that stops
+// serving v1alpha1 would show as the CRR API gone (crrapi.go): the controller
+// falls back to the image swap and says so, never a wrong kill.
+
 // Writer implements reconciler.Writer with API calls.
 type Writer struct {
 	Client kubernetes.Interface

@@ -254,3 +254,13 @@ func tail(s string, n int) string {
 	}
 	return s
 }
+
+// RestartAllContainersByDefault reports whether the cluster's Kubernetes
+// admits and runs RestartAllContainers rules at its default gates
+// (RestartAllContainersOnContainerExits: alpha in 1.35, beta and on from
+// 1.36; pkg/features/kube_features.go at each release).
+func RestartAllContainersByDefault() bool {
+	var minor int
+	fmt.Sscanf(KubernetesVersion, "v1.%d.", &minor)
+	return minor >= 36
+}

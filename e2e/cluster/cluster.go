@@ -110,7 +110,7 @@ func Up(ctx context.Context, opts UpOptions) (_ *Cluster, err error) {
 	if c.Node, err = StartNode(ctx, cp, NodeOptions{Images: tars}); err != nil {
 		return nil, err
 	}
-	logf("node Ready: %s", time.Since(t2).Round(time.Millisecond))
+	logf("node Ready: %s; kubelet %s", time.Since(t2).Round(time.Millisecond), c.Node.KubeletVersion)
 	if !opts.NoKruise {
 		t3 := time.Now()
 		if err := StartKruiseWith(ctx, cp, c.Node, opts.Kruise); err != nil {

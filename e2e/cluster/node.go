@@ -38,6 +38,8 @@ type Node struct {
 	// KubeletRoot is the kubelet's --root-dir; container logs are under
 	// <RunDir>/pod-logs.
 	KubeletRoot string
+	// KubeletVersion is what the Node reports (status.nodeInfo) once Ready.
+	KubeletVersion string
 
 	cp    *ControlPlane
 	host  *HostState
@@ -200,6 +202,7 @@ func (n *Node) startKubelet(ctx context.Context, bin string) error {
 		for _, c := range node.Status.Conditions {
 			if c.Type == corev1.NodeReady {
 				if c.Status == corev1.ConditionTrue {
+					n.KubeletVersion = node.Status.NodeInfo.KubeletVersion
 					return true, nil
 				}
 				return false, fmt.Errorf("node not ready: %s", c.Message)

@@ -25,3 +25,13 @@ func TestTheKubernetesVersionKnobPicksAPinnedPatch(t *testing.T) {
 		}()
 	}
 }
+
+func TestRestartAllContainersIsOnByDefaultFrom136(t *testing.T) {
+	defer func(v string) { KubernetesVersion = v }(KubernetesVersion)
+	for v, want := range map[string]bool{"v1.35.4": false, "v1.36.3": true, "v1.37.2": true} {
+		KubernetesVersion = v
+		if got := RestartAllContainersByDefault(); got != want {
+			t.Errorf("%s: %v, want %v", v, got, want)
+		}
+	}
+}

@@ -125,10 +125,21 @@ func TestJobs(t *testing.T) {
 	testenv.TestInParallel(t, cases.JobFeatures()...)
 }
 
-// Container restart rules (KEP-5307) on the real kubelet v1.35.4.
+// Container restart rules (KEP-5307) on the real kubelet.
 func TestRestartRules(t *testing.T) {
 	requireHost(t)
 	testenv.TestInParallel(t, cases.RestartRuleFeatures()...)
+}
+
+// RestartAllContainers rules (KEP-5532) on a marked sidecar, on the real
+// kubelet: the API server refuses the action where its gate is off (by
+// default before 1.36), so the rows run from 1.36 on.
+func TestRestartAllContainersRules(t *testing.T) {
+	requireHost(t)
+	if !cluster.RestartAllContainersByDefault() {
+		t.Skipf("SKIPPED, NOT PASSED: Kubernetes %s refuses RestartAllContainers rules by default (alpha until 1.36)", cluster.KubernetesVersion)
+	}
+	testenv.TestInParallel(t, cases.RestartAllFeatures()...)
 }
 
 func TestBurstWithControllerRestart(t *testing.T) {

@@ -32,7 +32,7 @@ const (
 	LabelValue     = "virtual-kubelet"
 	TaintKey       = "virtual-kubelet.io/provider"
 	TaintValue     = "mock"
-	KubeletVersion = "v1.35.4-mock"
+	KubeletVersion = "v1.37.2-mock"
 )
 
 var (

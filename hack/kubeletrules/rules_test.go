@@ -1,11 +1,15 @@
 // Package kubeletrules compares the decision's restart rules
-// (controller/decision/restart.go) with the kubelet's own functions at the
-// pinned Kubernetes version, over every combination of pod policy, container
-// policy, rules and exit code.
+// (controller/decision/restart.go) with the kubelet's own functions over every
+// combination of pod policy, container policy, rules and exit code, at each
+// Kubernetes release upstream supports: go.mod is v1.37.2, go.v1.36.mod
+// v1.36.3 and go.v1.35.mod v1.35.4 (go test -modfile=go.v1.36.mod ./...).
 package kubeletrules
 
 import (
 	"fmt"
+	"reflect"
+	"runtime"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -93,9 +97,9 @@ func kubelet(t *testing.T, r row, c corev1.Container, pod *corev1.Pod) bool {
 	return viaKubelet
 }
 
-// With both gates on (ContainerRestartRules is on by default in 1.35;
-// RestartAllContainersOnContainerExits is alpha and on where the API server
-// admits the RestartAllContainers action), every row agrees.
+// With both gates on (ContainerRestartRules is on by default from 1.35;
+// RestartAllContainersOnContainerExits from 1.36, and on wherever an API
+// server admits the RestartAllContainers action), every row agrees.
 func TestRestartRulesMatchTheKubelet(t *testing.T) {
 	featuregatetesting.SetFeatureGatesDuringTest(t, utilfeature.DefaultFeatureGate, featuregatetesting.FeatureOverrides{
 		features.ContainerRestartRules:                true,
@@ -112,20 +116,23 @@ func TestRestartRulesMatchTheKubelet(t *testing.T) {
 			t.Errorf("%s: kubelet restarts=%v, decision restarts=%v (%s)", r, want, got.Again, got.Rule)
 		}
 	})
-	t.Logf("compared %d rows with the kubelet v1.35.4 (gates ContainerRestartRules, RestartAllContainersOnContainerExits on): %d disagreements", rows, disagreements)
+	t.Logf("compared %d rows with the kubelet %s (gates ContainerRestartRules, RestartAllContainersOnContainerExits on): %d disagreements", rows, kubernetesVersion(), disagreements)
 	if rows != len(podPolicies)*len(containerPolicies)*len(ruleSets())*len(exitCodes) {
 		t.Fatalf("compared %d rows, fewer than the table holds", rows)
 	}
 }
 
-// With the 1.35 defaults (RestartAllContainersOnContainerExits off), the
-// kubelet falls back to the container's policy when a RestartAllContainers
-// rule matches. The decision still counts such an exit as a restart, the safe
-// side: those rows, and only those, may differ, and only that way round.
+// At the release's own default gates. From 1.36 on
+// (RestartAllContainersOnContainerExits beta and on) every row agrees. At
+// 1.35 (alpha, off) the kubelet falls back to the container's policy when a
+// RestartAllContainers rule matches; the decision still counts such an exit
+// as a restart, the safe side (an API server with the gate off refuses the
+// action, so no such pod exists there): those rows, and only those, may
+// differ, and only that way round.
 func TestRestartRulesAtTheDefaultGates(t *testing.T) {
-	featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, features.ContainerRestartRules, true)
-	if utilfeature.DefaultFeatureGate.Enabled(features.RestartAllContainersOnContainerExits) {
-		t.Fatalf("RestartAllContainersOnContainerExits is on by default; this test assumes 1.35's default (off)")
+	gateOn := utilfeature.DefaultFeatureGate.Enabled(features.RestartAllContainersOnContainerExits)
+	if !utilfeature.DefaultFeatureGate.Enabled(features.ContainerRestartRules) {
+		t.Fatalf("%s: ContainerRestartRules is off by default; the decision reads restartPolicyRules", kubernetesVersion())
 	}
 	rows, conservative := 0, 0
 	forEachRow(func(r row, c corev1.Container, pod *corev1.Pod) {
@@ -134,13 +141,91 @@ func TestRestartRulesAtTheDefaultGates(t *testing.T) {
 		got := decision.ContainerRestart(pod.Spec.RestartPolicy, &c, r.exit)
 		switch {
 		case got.Again == want:
-		case got.AllContainers && got.Again && !want:
+		case !gateOn && got.AllContainers && got.Again && !want:
 			conservative++
 		default:
 			t.Errorf("%s: kubelet restarts=%v, decision restarts=%v (%s)", r, want, got.Again, got.Rule)
 		}
 	})
-	t.Logf("compared %d rows at the default gates: %d differ, each a matched RestartAllContainers rule counted as a restart", rows, conservative)
+	t.Logf("kubelet %s at its default gates (RestartAllContainersOnContainerExits %v): %d rows, %d disagreements, %d differ as a matched RestartAllContainers rule counted as a restart",
+		kubernetesVersion(), gateOn, rows, 0, conservative)
+	if gateOn && conservative != 0 {
+		t.Fatalf("%d conservative rows with the gate on", conservative)
+	}
+}
+
+// A stop of a sidecar is safe, as the kubelet answers it at the release's
+// default gates, when neither of these follows any exit a stop produces (0,
+// 143, 137): the kubelet runs the sidecar again after a graceful exit
+// (ContainerShouldRestart on 0), or it restarts every container of the pod
+// (ShouldAllContainersRestart, called by the kubelet only with the gate on).
+// The decision must refuse every stop the kubelet would turn into either,
+// and may refuse more only where the gate is off.
+func TestStopSafetyMatchesTheKubelet(t *testing.T) {
+	gateOn := utilfeature.DefaultFeatureGate.Enabled(features.RestartAllContainersOnContainerExits)
+	rows, conservative, blocked := 0, 0, 0
+	for _, podPolicy := range []corev1.RestartPolicy{corev1.RestartPolicyNever, corev1.RestartPolicyOnFailure} {
+		for _, policy := range containerPolicies {
+			for name, rules := range ruleSets() {
+				rows++
+				r := row{podPolicy: podPolicy, policy: policy, rules: name}
+				side := corev1.Container{Name: "proxy", RestartPolicy: policy, RestartPolicyRules: rules,
+					Env: []corev1.EnvVar{{Name: decision.EnvTerminate, Value: "true"}}}
+				spec := corev1.PodSpec{RestartPolicy: podPolicy, Containers: []corev1.Container{{Name: "main"}, side}}
+				unsafe := podutil.ContainerShouldRestart(side, spec, decision.ExitGraceful)
+				for _, exit := range decision.StopExits {
+					pod := &corev1.Pod{Spec: spec, Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{
+						{Name: "main", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0}}},
+						{Name: "proxy", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: exit}}}}}}
+					unsafe = unsafe || (gateOn && kubecontainer.ShouldAllContainersRestart(pod, nil, &pod.Status))
+				}
+				got := stopRefused(t, spec)
+				switch {
+				case got == unsafe:
+				case got && !gateOn:
+					conservative++
+				default:
+					t.Errorf("%s: the kubelet makes a stop unsafe=%v, the decision refuses it=%v", r, unsafe, got)
+				}
+				if got {
+					blocked++
+				}
+			}
+		}
+	}
+	t.Logf("kubelet %s at its default gates (RestartAllContainersOnContainerExits %v): %d sidecars, %d stops refused, %d refused where the kubelet would not restart (gate off)",
+		kubernetesVersion(), gateOn, rows, blocked, conservative)
+}
+
+// stopRefused asks the decision whether it refuses every stop of the sidecar
+// "proxy" once the main "main" has exited 0.
+func stopRefused(t *testing.T, spec corev1.PodSpec) bool {
+	t.Helper()
+	pod := &corev1.Pod{Spec: spec, Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{
+		{Name: "main", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0}}},
+		{Name: "proxy", ContainerID: "containerd://p", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}}}
+	pod.Name, pod.Namespace, pod.UID, pod.Spec.NodeName = "p", "ns", "u", "node-1"
+	plan := decision.Decide(decision.Input{Pod: pod, Node: decision.Node{Name: "node-1", Found: true}, CRRAPI: true, Policy: decision.DefaultPolicy()})
+	switch {
+	case plan.Verdict == decision.VerdictNoPath && len(plan.Actions) == 0:
+		return true
+	case plan.Verdict == decision.VerdictAct && len(plan.Actions) == 1:
+		return false
+	}
+	t.Fatalf("decision for %+v: %s (%s), actions %v", spec.Containers[1], plan.Verdict, plan.Reason, plan.Actions)
+	return false
+}
+
+// kubernetesVersion is the k8s.io/kubernetes this test was built with, read
+// from where the kubelet's function was compiled from (module@version/...:
+// test binaries carry no module list).
+func kubernetesVersion() string {
+	file, _ := runtime.FuncForPC(reflect.ValueOf(podutil.ContainerShouldRestart).Pointer()).FileLine(0)
+	if _, after, ok := strings.Cut(file, "k8s.io/kubernetes@"); ok {
+		v, _, _ := strings.Cut(after, "/")
+		return v
+	}
+	return "unknown (" + file + ")"
 }
 
 // The pod-level question, "is the pod restarting all its containers in

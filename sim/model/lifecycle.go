@@ -110,6 +110,10 @@ func (p *Pod) sync(now time.Time) bool {
 	if p.Terminal() {
 		return false
 	}
+	if p.restartAll(now) {
+		p.Phase = p.phase()
+		return p.Phase != before
+	}
 	if p.syncInit(now) {
 		for _, c := range p.Regular {
 			p.maybeStart(c, now)
@@ -203,15 +207,79 @@ func (p *Pod) startDelay(c *Container) time.Duration {
 	return p.cfg.Timings.Start
 }
 
+// restartAll plays the kubelet's in-place restart of the whole pod
+// (KEP-5532, gate RestartAllContainersOnContainerExits: beta and on by
+// default from Kubernetes 1.36; an API server admits the rule only where it
+// is on, so every pod that carries one runs it). From k8s.io/kubernetes
+// v1.37.2:
+//   - pkg/kubelet/container/helpers.go ShouldAllContainersRestart: an exited
+//     container (init, native sidecar or regular) whose exit matches one of
+//     its RestartAllContainers rules marks the pod (condition
+//     AllContainersRestarting, pkg/kubelet/status/generate.go);
+//   - pkg/kubelet/kuberuntime/kuberuntime_manager.go computePodActions and
+//     getContainersToReset: every container is killed (running ones, with
+//     the pod's grace period) and removed, the ones that triggered it last;
+//     SyncPod then starts the pod again from its first init container;
+//   - pkg/kubelet/kubelet_pods.go convertToAPIContainerStatuses: a removed
+//     container shows Waiting, its last state terminated with reason
+//     RestartingAllContainers.
+//
+// A terminal pod is never restarted (sync returns before). It reports whether
+// a restart is under way, so nothing else starts in this sync.
+func (p *Pod) restartAll(now time.Time) bool {
+	if !p.restartingAll {
+		for _, c := range p.all() {
+			if c.State == Terminated && !c.respawn && decision.ContainerRestart(p.RestartPolicy, &c.rules, c.ExitCode).AllContainers {
+				p.restartingAll = true
+				p.version++
+				break
+			}
+		}
+	}
+	if !p.restartingAll {
+		return false
+	}
+	running := false
+	for _, c := range p.all() {
+		if c.op == opStart || c.op == opBackoff {
+			c.op = opNone
+		}
+		if c.State == Running {
+			p.signal(c, now, p.Grace)
+			running = true
+		}
+	}
+	if running {
+		return true
+	}
+	for _, c := range p.all() {
+		if c.State == Terminated {
+			c.Last = &Exit{ExitCode: c.ExitCode, FinishedAt: c.FinishedAt, Reason: decision.RestartingAllContainersReason}
+		}
+		c.State, c.Reason, c.ID = Waiting, decision.RestartingAllContainersReason, ""
+		c.op, c.stopping, c.respawn, c.backoff = opNone, false, false, 0
+	}
+	p.restartingAll = false
+	p.restartedAll++
+	p.version++
+	return false
+}
+
+// RestartedAll counts the in-place restarts of the whole pod so far.
+func (p *Pod) RestartedAll() int { return p.restartedAll }
+
+// RestartingAll reports whether the kubelet is restarting every container of
+// the pod in place: the condition AllContainersRestarting.
+func (p *Pod) RestartingAll() bool { return p.restartingAll }
+
 // restarts applies the restart rules to a terminated container. Regular and
 // init containers follow the kubelet's rules at the pinned version, the very
 // function the controller decides with (decision.ContainerRestart: the
 // container's restartPolicyRules, its own restartPolicy, else the pod's); an
 // init container that exited 0 is done (kuberuntime_container.go
 // computeInitContainerActions asks ShouldContainerBeRestarted on failure
-// only). A matched RestartAllContainers rule (KEP-5532) restarts only this
-// container here: the model does not play the in-place restart of the whole
-// pod.
+// only). A matched RestartAllContainers rule (KEP-5532) runs the container
+// again too, with every other one: restartAll.
 func (p *Pod) restarts(c *Container) bool {
 	switch {
 	case c.respawn:

@@ -38,7 +38,7 @@ func (c *Container) status() corev1.ContainerStatus {
 		s.State.Waiting = &corev1.ContainerStateWaiting{Reason: c.Reason}
 	}
 	if c.Last != nil {
-		s.LastTerminationState.Terminated = &corev1.ContainerStateTerminated{ExitCode: c.Last.ExitCode, FinishedAt: metav1.NewTime(c.Last.FinishedAt)}
+		s.LastTerminationState.Terminated = &corev1.ContainerStateTerminated{ExitCode: c.Last.ExitCode, FinishedAt: metav1.NewTime(c.Last.FinishedAt), Reason: c.Last.Reason}
 	}
 	return s
 }

@@ -74,7 +74,11 @@ type Pod struct {
 	deleting bool
 	// finishing: the API says the pod is finished; nothing runs any more.
 	finishing bool
-	version   uint64 // bumped on every change a status would show
+	// restartingAll: a RestartAllContainers rule matched and the kubelet is
+	// restarting every container in place; restartedAll counts such restarts.
+	restartingAll bool
+	restartedAll  int
+	version       uint64 // bumped on every change a status would show
 }
 
 // Version changes whenever the status would: publish a new status only then.
@@ -116,6 +120,7 @@ type Container struct {
 type Exit struct {
 	ExitCode   int32
 	FinishedAt time.Time
+	Reason     string // set when the kubelet removed it to restart the pod in place
 }
 
 type op int

@@ -17,6 +17,7 @@ var ownedConditions = map[corev1.PodConditionType]bool{
 	corev1.PodInitialized:            true,
 	corev1.ContainersReady:           true,
 	corev1.PodReady:                  true,
+	corev1.AllContainersRestarting:   true,
 }
 
 // podWithStatus is a deep copy of the pod carrying the model's status plus
@@ -52,6 +53,7 @@ func conditions(prev []corev1.PodCondition, rt *model.Pod, phase corev1.PodPhase
 		cond(corev1.PodInitialized, initialized(rt), "ContainersNotInitialized"),
 		cond(corev1.ContainersReady, ready, reason),
 		cond(corev1.PodReady, ready, reason),
+		restartingCond(rt, phase),
 	}
 	for i := range want {
 		want[i].LastTransitionTime = metav1.NewTime(now)
@@ -62,6 +64,24 @@ func conditions(prev []corev1.PodCondition, rt *model.Pod, phase corev1.PodPhase
 		}
 	}
 	return want
+}
+
+// restartingCond is the kubelet's AllContainersRestarting condition
+// (KEP-5532; k8s.io/kubernetes v1.37.2 pkg/kubelet/status/generate.go
+// GenerateAllContainersRestartingCondition): True while the model restarts
+// every container in place, False otherwise, with the terminal phases'
+// reasons.
+func restartingCond(rt *model.Pod, phase corev1.PodPhase) corev1.PodCondition {
+	c := corev1.PodCondition{Type: corev1.AllContainersRestarting, Status: corev1.ConditionFalse}
+	switch {
+	case phase == corev1.PodSucceeded:
+		c.Reason = "PodCompleted"
+	case phase == corev1.PodFailed:
+		c.Reason = "PodFailed"
+	case rt.RestartingAll():
+		c.Status, c.Reason, c.Message = corev1.ConditionTrue, "RestartAllContainersStarted", "container exited with restart policy rule"
+	}
+	return c
 }
 
 func cond(t corev1.PodConditionType, ok bool, reason string) corev1.PodCondition {
