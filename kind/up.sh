@@ -26,7 +26,9 @@ K8S="${1:-${K8S_MINOR:-1.37}}"
 CLUSTER="${KIND_CLUSTER_NAME:-sidecar-terminator}"
 # OpenKruise: the version the local cluster pins (e2e/cluster KruiseVersion).
 KRUISE_VERSION="$(sed -n 's/^\s*KruiseVersion *= *"v\(.*\)"/\1/p' e2e/cluster/build.go)"
-KRUISE_CHART_VERSION="${KRUISE_CHART_VERSION:-$KRUISE_VERSION}"
+# Online, the chart users install (OpenKruise 1.8 and 1.9 both serve the CRR
+# API the controller uses; README "Install on a cluster" names the same).
+KRUISE_CHART_VERSION="${KRUISE_CHART_VERSION:-1.8.3}"
 IMAGES="${IMAGES_DIR:-bin/images}"
 KUBECONFIG_OUT="${KIND_KUBECONFIG:-bin/kind/${CLUSTER}.kubeconfig}"
 CONFIG="${KIND_CONFIG:-kind/clusters/v${K8S}.yaml}"

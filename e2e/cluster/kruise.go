@@ -35,16 +35,9 @@ func KruiseBinaries(ctx context.Context) (map[string]string, error) {
 	}
 	dir := filepath.Join(cache, "kruise-"+KruiseVersion)
 	return ensureBinaries(ctx, dir, []string{KruiseManager, KruiseDaemon}, func(tmp string, missing []string) error {
-		src, err := moduleDir(ctx, kruiseModule, KruiseVersion)
+		work, err := kruiseSourceCopy(ctx, dir)
 		if err != nil {
 			return err
-		}
-		work := dir + ".src"
-		if err := os.RemoveAll(work); err != nil {
-			return fmt.Errorf("clean kruise source copy: %w", err)
-		}
-		if err := copyTree(src, work); err != nil {
-			return fmt.Errorf("copy kruise module: %w", err)
 		}
 		pkgs := map[string]string{KruiseManager: ".", KruiseDaemon: "./cmd/daemon"}
 		for _, n := range missing {
