@@ -14,7 +14,7 @@ func Decide(in Input) Plan {
 	pod := in.Pod
 	settled, why, ok := eligible(pod)
 	if !ok {
-		return Plan{Verdict: VerdictIgnored, Reason: why}
+		return Plan{Verdict: VerdictIgnored, Reason: why, NodePath: nodePath(in)}
 	}
 	containers, problems := Classify(pod, in.Policy)
 	caps := in.Node.Capabilities()
