@@ -160,3 +160,38 @@ func PodEvents(ctx context.Context, kube kubernetes.Interface, pod *corev1.Pod) 
 	}
 	return out, nil
 }
+
+// FlushAudit makes a request of its own (a ConfigMap named audit-flush in
+// namespace) and waits until the audit log holds it: the API server writes
+// its audit log in batches, in order, so every request before it is then in
+// the file too.
+func FlushAudit(ctx context.Context, kube kubernetes.Interface, auditLog, namespace string) error {
+	marker := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "audit-flush", Namespace: namespace}}
+	if _, err := kube.CoreV1().ConfigMaps(namespace).Create(ctx, marker, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("audit marker: %w", err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		b, err := os.ReadFile(auditLog)
+		if err == nil && strings.Contains(string(b), `"name":"audit-flush"`) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the audit log never showed the marker request")
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// EventTime is when an event happened: its eventTime (events.k8s.io), else
+// its firstTimestamp (core/v1).
+func EventTime(e corev1.Event) time.Time {
+	if !e.EventTime.IsZero() {
+		return e.EventTime.Time
+	}
+	return e.FirstTimestamp.Time
+}

@@ -13,7 +13,6 @@ package fargate
 import (
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -26,8 +25,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
 	"github.com/sidecar-terminator/sidecar-terminator/controller/reconciler"
@@ -92,11 +89,13 @@ func TestFargateNodeYoungerThanTheDaemonGrace(t *testing.T) {
 	}
 	if s, ok := cases.ContainerState(pod, main); ok && s.State.Terminated != nil {
 		// A figure for the report (whole seconds on both sides), not a bound.
-		t.Logf("swap %s after the main's exit (event at %s, main finished at %s)", eventTime(evs[0]).Sub(s.State.Terminated.FinishedAt.Time),
-			eventTime(evs[0]).UTC().Format(time.RFC3339), s.State.Terminated.FinishedAt.UTC().Format(time.RFC3339))
+		t.Logf("swap %s after the main's exit (event at %s, main finished at %s)", cluster.EventTime(evs[0]).Sub(s.State.Terminated.FinishedAt.Time),
+			cluster.EventTime(evs[0]).UTC().Format(time.RFC3339), s.State.Terminated.FinishedAt.UTC().Format(time.RFC3339))
 	}
 
-	flushAudit(ctx, t, kube, audit)
+	if err := cluster.FlushAudit(ctx, kube, audit, ns); err != nil {
+		t.Fatal(err)
+	}
 	got, err := cluster.MutatingRequestsIn(audit, cluster.ControllerServiceAccountUser, ns)
 	if err != nil {
 		t.Fatal(err)
@@ -139,29 +138,4 @@ func nodeImageAge(ctx context.Context, t *testing.T, e *clustertest.Env, pod *co
 		t.Fatalf("main %+v not terminated", s)
 	}
 	return s.State.Terminated.FinishedAt.Sub(ni.GetCreationTimestamp().Time)
-}
-
-// flushAudit makes a request of its own and waits until the audit log holds
-// it: the API server writes its audit log in order, so every request before
-// it is then in the file too.
-func flushAudit(ctx context.Context, t *testing.T, kube kubernetes.Interface, audit string) {
-	t.Helper()
-	marker := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "audit-flush", Namespace: ns}}
-	if _, err := kube.CoreV1().ConfigMaps(ns).Create(ctx, marker, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-		b, err := os.ReadFile(audit)
-		return err == nil && strings.Contains(string(b), `"name":"audit-flush"`), nil
-	})
-	if err != nil {
-		t.Fatalf("the audit log never showed the marker request: %v", err)
-	}
-}
-
-func eventTime(e corev1.Event) time.Time {
-	if !e.EventTime.IsZero() {
-		return e.EventTime.Time
-	}
-	return e.FirstTimestamp.Time
 }

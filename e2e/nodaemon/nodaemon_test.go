@@ -13,7 +13,6 @@ package nodaemon
 import (
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -84,7 +83,9 @@ func TestNodeWithoutKruiseDaemon(t *testing.T) {
 	}
 	checkSwap(ctx, t, kube, r.run)
 
-	flushAudit(ctx, t, e, audit)
+	if err := cluster.FlushAudit(ctx, e.Clients.Kube, audit, warnNS); err != nil {
+		t.Fatal(err)
+	}
 	for ns, want := range map[string][]string{swapNS: {"patch pods " + r.run.OnlyPod(t).Name + " 200"}, warnNS: nil} {
 		got, err := cluster.MutatingRequestsIn(audit, cluster.ControllerServiceAccountUser, ns)
 		if err != nil {
@@ -192,7 +193,7 @@ func noPathWarning(ctx context.Context, t *testing.T, e *clustertest.Env) *corev
 		t.Errorf("%s events %v (%v), want one naming the missing kruise-daemon", decision.ReasonNoTerminationPath, evs, err)
 	} else if s, ok := cases.ContainerState(pod, main); ok && s.State.Terminated != nil {
 		// A figure for the report, not a pass/fail bound.
-		t.Logf("NoTerminationPath %s after the main's exit (no CRR deadline waited)", eventTime(evs[0]).Sub(s.State.Terminated.FinishedAt.Time).Round(time.Second))
+		t.Logf("NoTerminationPath %s after the main's exit (no CRR deadline waited)", cluster.EventTime(evs[0]).Sub(s.State.Terminated.FinishedAt.Time).Round(time.Second))
 	}
 	explain(ctx, t, e, pod)
 
@@ -232,29 +233,4 @@ func explain(ctx context.Context, t *testing.T, e *clustertest.Env, pod *corev1.
 			t.Errorf("explain does not say %q:\n%s", want, out)
 		}
 	}
-}
-
-// flushAudit makes a request of its own and waits until the audit log holds
-// it: the API server writes its audit log in batches, in order, so every
-// request before it is then in the file too.
-func flushAudit(ctx context.Context, t *testing.T, e *clustertest.Env, audit string) {
-	t.Helper()
-	marker := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "audit-flush", Namespace: warnNS}}
-	if _, err := e.Clients.Kube.CoreV1().ConfigMaps(warnNS).Create(ctx, marker, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-		b, err := os.ReadFile(audit)
-		return err == nil && strings.Contains(string(b), `"name":"audit-flush"`), nil
-	})
-	if err != nil {
-		t.Fatalf("the audit log never showed the marker request: %v", err)
-	}
-}
-
-func eventTime(e corev1.Event) time.Time {
-	if !e.EventTime.IsZero() {
-		return e.EventTime.Time
-	}
-	return e.FirstTimestamp.Time
 }
