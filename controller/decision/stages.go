@@ -348,3 +348,20 @@ func overlaps(a, b []string) bool {
 	}
 	return false
 }
+
+// EarlierStageCRRs are the CRRs the stages before stage may have in flight
+// by the pod's own record: each stage up to the one its stop-stage mark says
+// was issued, at the attempt recorded for it (the first when none is). A
+// replica whose CRR informer lags its pod informer sees the mark another
+// replica wrote a moment ago, and not that replica's CRR; before it makes
+// stage's CRR it reads these live (reconciler.seeUnseenCRR), so that it does
+// not make it beside one in flight (soak seed 140 under a leader move).
+func EarlierStageCRRs(pod *corev1.Pod, stage int) []Action {
+	mark, _ := stageMark(pod)
+	var out []Action
+	for s := 0; s < stage && s <= mark; s++ {
+		attempt := max(recordedAttempts(pod, s), 1)
+		out = append(out, Action{Kind: ActionCreateCRR, CRRName: StageCRRName(pod, s, attempt), Attempt: attempt, Stage: s})
+	}
+	return out
+}

@@ -544,3 +544,22 @@ func TestAStagesBoundCountsFromTheEarlierStagesLateFinish(t *testing.T) {
 		t.Errorf("stage %+v, want stage 2 holding stage 3 up until %s", p.Stage, issued.Add(60*time.Second))
 	}
 }
+
+// The CRRs a later stage's create must not be made beside: each stage up to
+// the pod's mark, at its recorded attempt.
+func TestEarlierStageCRRsFollowTheMarkAndTheRecordedAttempt(t *testing.T) {
+	at := podtest.Epoch.Format(time.RFC3339)
+	pod := podtest.Pod("p").Annotate(AnnotationStopStage, "1 "+at).
+		Annotate(AnnotationCRRAttempts, AttemptsMark(1, 2)).Build()
+	var got []string
+	for _, a := range EarlierStageCRRs(pod, 2) {
+		got = append(got, a.CRRName)
+	}
+	want := []string{StageCRRName(pod, 0, 1), StageCRRName(pod, 1, 2)}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("EarlierStageCRRs(mark 1, stage 2) = %v, want %v", got, want)
+	}
+	if n := len(EarlierStageCRRs(podtest.Pod("p").Build(), 2)); n != 0 {
+		t.Errorf("a pod without a mark: %d CRRs to read, want none", n)
+	}
+}

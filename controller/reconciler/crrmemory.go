@@ -82,13 +82,29 @@ func (r *Reconciler) noteCRRs(pod *corev1.Pod, mem *podMemory) error {
 // over, and with the CRR not yet in the cache the next stage's would be made
 // beside it. One GET per name, only when a stage's CRR is created after this
 // controller deleted, or was refused, an earlier one that it does not know
-// of otherwise.
+// of otherwise. And an earlier stage's CRR that the pod's stop-stage mark
+// says may exist (decision.EarlierStageCRRs): another replica wrote the mark
+// and made the CRR, and this replica's pod informer brought the one before
+// its CRR informer brought the other (soak seed 140).
 func (r *Reconciler) seeUnseenCRR(ctx context.Context, pod *corev1.Pod, mem *podMemory, plan decision.Plan) (bool, error) {
 	live, ok := r.write.(LiveChecker)
 	if !ok {
 		return false, nil
 	}
 	for _, a := range plan.Actions {
+		if a.Kind == decision.ActionSwapImage {
+			// A swap that follows a refused create of this stage (or an
+			// earlier one): another replica may have made that CRR since,
+			// which this cache does not show yet (soak seed 460). Its
+			// kruise-daemon kill is under way, and a swap now would stop
+			// the sidecar a second time within its grace period.
+			for _, refused := range r.refusedEarlierStages(mem, a.Stage+1) {
+				if found, err := r.seeLiveCRR(ctx, live, pod, mem, refused, time.Time{}); found || err != nil {
+					return found, err
+				}
+			}
+			continue
+		}
 		if a.Kind != decision.ActionCreateCRR {
 			continue
 		}
@@ -100,6 +116,14 @@ func (r *Reconciler) seeUnseenCRR(ctx context.Context, pod *corev1.Pod, mem *pod
 				if found, err := r.seeLiveCRR(ctx, live, pod, mem, prev, time.Time{}); found || err != nil {
 					return found, err
 				}
+			}
+		}
+		for _, earlier := range decision.EarlierStageCRRs(pod, a.Stage) {
+			if !r.read.CRRAPIAvailable() || mem.knowsCRR(earlier.CRRName) {
+				continue
+			}
+			if found, err := r.seeLiveCRR(ctx, live, pod, mem, earlier, time.Time{}); found || err != nil {
+				return found, err
 			}
 		}
 		for _, name := range r.deletedEarlierStages(pod, mem, a.Stage) {

@@ -1,0 +1,94 @@
+package reconciler_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
+	"github.com/sidecar-terminator/sidecar-terminator/controller/podtest"
+	"github.com/sidecar-terminator/sidecar-terminator/controller/reconciler"
+)
+
+// Two replicas write for a moment while leadership moves. These tests are
+// the soak's seeds 140 and 460 of the 10^6-pod run at be471e5: a replica
+// whose pod informer is ahead of its CRR informer must not act on a view that
+// hides the other replica's CRR.
+
+// otherReplicasCRR is stage's CRR for containers as another replica made it.
+func otherReplicasCRR(pod *podtest.Builder, name string, stage int, made time.Time, containers ...string) *kruisev1alpha1.ContainerRecreateRequest {
+	p := pod.Build()
+	crr := stageCRR(name, stage, containers...)
+	crr.Labels[reconciler.LabelManagedBy], crr.Labels[reconciler.LabelPodUID] = reconciler.ManagedByValue, string(p.UID)
+	crr.Spec.PodName = p.Name
+	crr.CreationTimestamp = metav1.NewTime(made)
+	return crr
+}
+
+// Seed 140: the other replica issued stage 1 (its mark is on the pod, its
+// CRR in flight); this replica's cache shows the mark and the shipper
+// stopped, not the CRR. Before it makes stage 2's CRR it reads stage 1's
+// live, and does not leave stage 2's beside it in flight.
+func TestAStageMarkFromAnotherReplicaIsFollowedByItsCRRBeforeTheNextStage(t *testing.T) {
+	issued := podtest.Epoch.Add(11 * time.Second)
+	build := shipperPod(podtest.Exited(0, podtest.Epoch.Add(12*time.Second))).
+		Annotate(decision.AnnotationStopStage, "1 "+issued.UTC().Format(time.RFC3339))
+	pod := build.Build()
+	st1, st2 := decision.StageCRRName(pod, 1, 1), decision.StageCRRName(pod, 2, 1)
+	w := &liveWorld{world: &world{pod: pod, crrAPI: true, answers: map[string][]error{}}, live: map[string]*kruisev1alpha1.ContainerRecreateRequest{}}
+	w.live[st1] = otherReplicasCRR(build, st1, 1, issued, "fluent-bit")
+	f := newFixtureWriting(w.world, w)
+	f.clock.SetTime(podtest.Epoch.Add(13 * time.Second))
+	f.sync(t)
+	if !strings.Contains(strings.Join(w.reads, ","), st1) {
+		t.Errorf("live reads %v, want %s read before stage 2's CRR is made", w.reads, st1)
+	}
+	if got, want := strings.Join(w.sent, ","), "delete "+st1+",crr "+st2; got != want {
+		t.Fatalf("writes %s, want %s: stage 1's CRR, unseen by the cache, ended before stage 2's is made", got, want)
+	}
+}
+
+// Seed 460: this replica's create of the shipper's CRR is refused (HTTP
+// 500) and its fallback swap meets a conflict; meanwhile the other replica
+// makes that CRR, and kruise-daemon stops the shipper. This replica's cache
+// does not show the CRR; before it swaps the image it reads the refused name
+// live, and does not stop the shipper a second time within its grace period.
+func TestASwapAfterARefusedCRRWaitsForTheCRRAnotherReplicaMade(t *testing.T) {
+	build := podtest.Pod("p").Annotate(decision.AnnotationStopOrder, "fluent-bit,istio-proxy").
+		Container("main", podtest.Exited(0, podtest.Epoch.Add(10*time.Second))).
+		Container("fluent-bit", markCRR, markImage, podtest.Running()).Container("istio-proxy", markCRR)
+	pod := build.Build()
+	st1 := decision.StageCRRName(pod, 1, 1)
+	w := &liveWorld{world: &world{pod: pod, crrAPI: true, answers: map[string][]error{}}, live: map[string]*kruisev1alpha1.ContainerRecreateRequest{}}
+	w.answers["crr "+st1] = []error{apierrors.NewInternalError(errors.New("simulated"))}
+	w.answers["swap"] = []error{apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, pod.Name, errors.New("simulated"))}
+	f := newFixtureWriting(w.world, w)
+	f.clock.SetTime(podtest.Epoch.Add(11 * time.Second))
+	if _, err := f.rec.Sync(context.Background(), cache.ObjectName{Namespace: pod.Namespace, Name: pod.Name}); !apierrors.IsConflict(err) {
+		t.Fatalf("first sync: %v, want the swap's conflict", err)
+	}
+	first := strings.Join(w.sent, ",")
+	if !strings.Contains(first, "crr "+st1) {
+		t.Fatalf("first sync: writes %s, want the stage 1 CRR tried", first)
+	}
+	w.sent = nil
+	w.live[st1] = otherReplicasCRR(build, st1, 1, f.clock.Now().Add(500*time.Millisecond), "fluent-bit")
+	f.clock.Step(5 * time.Second)
+	f.sync(t)
+	for _, s := range w.sent {
+		if s == "swap" {
+			t.Fatalf("writes %v after %s: the shipper swapped while the CRR another replica made stops it", w.sent, first)
+		}
+	}
+	if !strings.Contains(strings.Join(w.reads, ","), st1) {
+		t.Errorf("live reads %v, want %s read before the swap", w.reads, st1)
+	}
+}
