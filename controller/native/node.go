@@ -6,6 +6,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/version"
+
+	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
 )
 
 // MinVersion is the first Kubernetes version whose kubelet and API server run
@@ -14,8 +16,10 @@ import (
 var MinVersion = version.MajorMinor(1, 29)
 
 // NodeRunsNativeSidecars reports whether the node's kubelet runs native
-// sidecars, and why or why not, from what the node says of itself. This is
-// the one place that answers it; the platform model joins it here.
+// sidecars, and why or why not, from what the node says of itself: its
+// platform first (decision.PlatformOf, the one platform model the controller,
+// explain and the simulator read too), then, where the platform can run them,
+// the kubelet's version.
 //
 // A virtual-kubelet node (virtual matches its labels) is never taken to run
 // them: a provider runs the containers it is handed its own way, and none is
@@ -23,8 +27,11 @@ var MinVersion = version.MajorMinor(1, 29)
 // them after (Azure ACI's provider creates init containers as run-to-completion
 // ones), so a converted sidecar there could hold the pod forever.
 func NodeRunsNativeSidecars(node *corev1.Node, virtual labels.Selector) (bool, string) {
-	if virtual != nil && !virtual.Empty() && virtual.Matches(labels.Set(node.Labels)) {
-		return false, fmt.Sprintf("node %s is a virtual-kubelet node (%s)", node.Name, virtual)
+	isVirtual := virtual != nil && !virtual.Empty() && virtual.Matches(labels.Set(node.Labels))
+	facts := decision.NodeFacts{Name: node.Name, Labels: node.Labels, KubeletVersion: node.Status.NodeInfo.KubeletVersion, ProviderID: node.Spec.ProviderID}
+	platform, how := decision.PlatformOf(facts, isVirtual)
+	if !platform.Capabilities().NativeSidecars {
+		return false, fmt.Sprintf("node %s: %s node (%s), which runs no native sidecars", node.Name, platform, how)
 	}
 	raw := node.Status.NodeInfo.KubeletVersion
 	v, err := version.ParseGeneric(raw)

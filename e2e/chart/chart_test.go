@@ -130,26 +130,12 @@ func TestChartOnLocalCluster(t *testing.T) {
 				p.Name, p.Spec.NodeName, p.Spec.ServiceAccountName, p.Spec.HostNetwork, deploy.ReleaseName)
 		}
 	}
-	// Leadership first: until the Lease is held the controller acts on nothing.
-	if err := waitLeader(ctx, cs); err != nil {
-		t.Fatal(err)
-	}
-
 	dyn, err := dynamic.NewForConfig(c.RestConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cl := cases.Clients{Kube: cs, Dynamic: dyn}
-	js := cases.JobSpec{Name: "chart-job", Namespace: "e2e-chart", RestartPolicy: corev1.RestartPolicyNever,
-		Containers: []cases.Container{cases.Main("main", 2, 0), cases.Sidecar("proxy", "exit:0", true)}}
-	if err := cases.CreateNamespace(ctx, cs, js.Namespace); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cs.BatchV1().Jobs(js.Namespace).Create(ctx, js.Build(), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	obs := cases.RunAndCheck(ctx, t, cl, js.Namespace, js.Name, 3*time.Minute, cases.Expect{Job: batchv1.JobComplete, Phase: corev1.PodSucceeded,
-		ExitCodes: map[string]int32{"main": 0, "proxy": 0}, CRRContainers: []string{"proxy"}, Event: true})
+	obs := cases.InstalledControllerCompletesAJob(ctx, t, cl, "chart-job", "e2e-chart")
 	if obs.Pod != nil {
 		checkNotes(ctx, t, root, c.Kubeconfig, out, obs.Pod)
 	}
@@ -164,7 +150,7 @@ func TestChartOnLocalCluster(t *testing.T) {
 	} else {
 		logf("kind/install.sh: %s\n%s", time.Since(t2).Round(time.Millisecond), out)
 	}
-	if err := waitLeader(ctx, cs); err != nil {
+	if err := cases.WaitLeader(ctx, cs); err != nil {
 		t.Fatal(err)
 	}
 
@@ -193,17 +179,6 @@ func TestChartOnLocalCluster(t *testing.T) {
 	if !slices.ContainsFunc(writes, func(w string) bool { return strings.HasPrefix(w, "create containerrecreaterequests ") }) {
 		t.Errorf("no CRR created by %s; its writes: %v", cluster.ControllerServiceAccountUser, writes)
 	}
-}
-
-func waitLeader(ctx context.Context, cs kubernetes.Interface) error {
-	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		l, err := cs.CoordinationV1().Leases(deploy.Namespace).Get(ctx, deploy.ReleaseName, metav1.GetOptions{})
-		return err == nil && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "", nil
-	})
-	if err != nil {
-		return fmt.Errorf("no leader elected in %s: %w", deploy.Namespace, err)
-	}
-	return nil
 }
 
 // runInstallScript runs kind/install.sh against the local cluster exactly

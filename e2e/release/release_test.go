@@ -17,7 +17,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,7 +27,6 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -190,28 +188,14 @@ func TestReleaseIsPulledAndRunByTheCluster(t *testing.T) {
 	if present, err := c.Node.HasImage(ctx, ctl.Repository); err != nil || !present {
 		t.Errorf("the node's containerd lacks %s after the pull (present %v, %v)", ctl.Repository, present, err)
 	}
-	if err := waitLeader(ctx, cs); err != nil {
-		t.Fatal(err)
-	}
-
 	// A Job with a marked sidecar completes through the pulled controller.
 	dyn, err := dynamic.NewForConfig(c.RestConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl := cases.Clients{Kube: cs, Dynamic: dyn}
-	js := cases.JobSpec{Name: "release-job", Namespace: "e2e-release", RestartPolicy: corev1.RestartPolicyNever,
-		Containers: []cases.Container{cases.Main("main", 2, 0), cases.Sidecar("proxy", "exit:0", true)}}
-	if err := cases.CreateNamespace(ctx, cs, js.Namespace); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cs.BatchV1().Jobs(js.Namespace).Create(ctx, js.Build(), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	obs := cases.RunAndCheck(ctx, t, cl, js.Namespace, js.Name, 3*time.Minute, cases.Expect{Job: batchv1.JobComplete, Phase: corev1.PodSucceeded,
-		ExitCodes: map[string]int32{"main": 0, "proxy": 0}, CRRContainers: []string{"proxy"}, Event: true})
+	obs := cases.InstalledControllerCompletesAJob(ctx, t, cases.Clients{Kube: cs, Dynamic: dyn}, "release-job", "e2e-release")
 	if obs.Pod != nil {
-		t.Logf("Job %s/%s Complete: pod %s %s", js.Namespace, js.Name, obs.Pod.Name, obs.Pod.Status.Phase)
+		t.Logf("Job e2e-release/release-job Complete: pod %s %s", obs.Pod.Name, obs.Pod.Status.Phase)
 	}
 	t.Logf("release rehearsal wall time: %s", time.Since(start).Round(time.Second))
 }
@@ -226,17 +210,6 @@ func mapsEqual(a, b map[string]string) bool {
 		}
 	}
 	return true
-}
-
-func waitLeader(ctx context.Context, cs kubernetes.Interface) error {
-	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		l, err := cs.CoordinationV1().Leases(deploy.Namespace).Get(ctx, deploy.ReleaseName, metav1.GetOptions{})
-		return err == nil && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "", nil
-	})
-	if err != nil {
-		return fmt.Errorf("no leader elected in %s: %w", deploy.Namespace, err)
-	}
-	return nil
 }
 
 func goBuild(ctx context.Context, t *testing.T, root, dir, pkg string) string {
