@@ -8,13 +8,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
+	"github.com/sidecar-terminator/sidecar-terminator/controller/native"
 	"github.com/sidecar-terminator/sidecar-terminator/sim/model"
 )
 
 // truth is what the simulator knows of a pod independently of the controller:
 // which containers are really sidecars, and what must happen to the pod.
 type truth struct {
-	sidecars    map[string]bool
+	sidecars map[string]bool
+	native   []string // moved to initContainers at admission
+
 	mains       []string
 	expect      Expect
 	mainsDoneAt time.Time
@@ -66,7 +69,17 @@ func newTruth(t *Template, pod *corev1.Pod) *truth {
 			}
 		}
 	}
+	// A sidecar the webhook moved to initContainers is a native sidecar:
+	// the kubelet's to stop, never the controller's (admission.go).
+	for _, moved := range native.Moved(pod) {
+		delete(tr.sidecars, moved)
+		tr.native = append(tr.native, moved)
+	}
 	tr.stageOf = orderTruth(t, tr)
+	if len(tr.native) > 0 {
+		// The stop order became the start order; no stop of ours is judged by it.
+		tr.stageOf = nil
+	}
 	return tr
 }
 

@@ -25,7 +25,7 @@ func (ch *Checker) crrCreated(crr *kruisev1alpha1.ContainerRecreateRequest, e *p
 	if isKruiseTerminatorCRR(crr) {
 		return
 	}
-	if e.truth.expect == ExpectIgnored {
+	if e.truth.expect == ExpectIgnored || e.truth.allNative() {
 		ch.violate("safety", e, "CRR %s created for a pod the controller must ignore", crr.Name)
 		return
 	}
@@ -51,7 +51,7 @@ func (ch *Checker) crrCreated(crr *kruisev1alpha1.ContainerRecreateRequest, e *p
 }
 
 func (ch *Checker) podPatched(e *podEntry, old *corev1.Pod) {
-	if e.truth.expect == ExpectIgnored {
+	if e.truth.expect == ExpectIgnored || e.truth.allNative() {
 		ch.violate("safety", e, "pod patched although the controller must ignore it")
 		return
 	}
@@ -67,7 +67,7 @@ func (ch *Checker) podPatched(e *podEntry, old *corev1.Pod) {
 }
 
 func (ch *Checker) statusPatched(e *podEntry, old *corev1.Pod) {
-	if e.truth.expect == ExpectIgnored {
+	if e.truth.expect == ExpectIgnored || e.truth.allNative() {
 		ch.violate("safety", e, "pod status patched although the controller must ignore it")
 		return
 	}
@@ -94,3 +94,7 @@ func (ch *Checker) statusPatched(e *podEntry, old *corev1.Pod) {
 		}
 	}
 }
+
+// allNative: every sidecar of the pod became a native sidecar at admission,
+// so the kubelet stops them all and the controller has nothing to write.
+func (tr *truth) allNative() bool { return len(tr.native) > 0 && len(tr.sidecars) == 0 }

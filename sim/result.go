@@ -19,6 +19,8 @@ type Stats struct {
 	liveReads int
 	// filtered counts updates dropped before the queue.
 	filtered int
+	// converted counts pods the native-sidecar webhook converted (admission.go).
+	converted int
 }
 
 func newStats() *Stats { return &Stats{applied: map[string]int{}, calls: map[string]int{}} }
@@ -36,6 +38,7 @@ type Result struct {
 	Syncs           int
 	LiveReads       int
 	Filtered        int // updates dropped before the queue
+	Converted       int // pods converted to native sidecars at admission
 	Applied         map[string]int
 	Calls           map[string]int
 	P50, P99        time.Duration
@@ -51,7 +54,7 @@ func (s *Sim) result(wall time.Duration) *Result {
 	lat := append([]time.Duration(nil), s.check.latencies...)
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	r := &Result{Scenario: s.sc.Name, Seed: s.seed, Pods: s.sc.Pods, Virtual: s.now().Sub(Epoch), Wall: wall,
-		Steps: s.step, MaxInstantSteps: s.maxInstant, Syncs: s.stats.syncs, LiveReads: s.stats.liveReads, Filtered: s.stats.filtered, Applied: s.stats.applied, Calls: s.stats.calls,
+		Steps: s.step, MaxInstantSteps: s.maxInstant, Syncs: s.stats.syncs, LiveReads: s.stats.liveReads, Filtered: s.stats.filtered, Converted: s.stats.converted, Applied: s.stats.applied, Calls: s.stats.calls,
 		P50: percentile(lat, 0.5), P99: percentile(lat, 0.99), Unsettled: s.check.unsettled,
 		Hash: s.trace.Sum(), Violation: s.check.violation}
 	for _, e := range s.world.byUID {

@@ -118,6 +118,11 @@ type Template struct {
 	// mains restarted more often than this (OnFailure).
 	BackoffLimit int
 	Grace        int64 // terminationGracePeriodSeconds; zero keeps 30
+	// NativeOptIn labels the pod for the native-sidecar webhook, which
+	// converts it at creation where it can (admission.go); WebhookDown
+	// admits it unchanged, as failurePolicy Ignore does when the webhook
+	// cannot be reached.
+	NativeOptIn, WebhookDown bool
 }
 
 // C is one container of a template.

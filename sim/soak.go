@@ -107,6 +107,20 @@ func SoakScenario(seed uint64, pods int) Scenario {
 		nodes = append(nodes, platformNodes[1:5]...)
 		templates = append(templates, platformTemplates()...)
 	}
+	// The native-sidecar webhook (admission.go), drawn last: opted-in pods,
+	// converted or (the webhook down) admitted unchanged.
+	if pick(0.3) {
+		down := pick(0.5)
+		for _, t := range nativeScenarios[0].Templates {
+			if t.Expect == ExpectTerminal {
+				t.Expect = ExpectEither
+			}
+			if down && t.NativeOptIn && pick(0.5) {
+				t.WebhookDown = true
+			}
+			templates = append(templates, t)
+		}
+	}
 	return Scenario{
 		Name: "soak", Purpose: fmt.Sprintf("random faults %s", f),
 		Pods: pods, Nodes: nodes,

@@ -83,7 +83,7 @@ func (w *World) createPod(name string, t *Template) {
 	n := w.s.pickNode(placement(t.Platform, t.Virtual))
 	w.uids++
 	uid := types.UID(fmt.Sprintf("%08x-0000-4000-8000-%012x", w.uids, w.uids))
-	pod := w.s.buildPod(name, uid, n.name, t)
+	pod := w.admitNative(w.s.buildPod(name, uid, n.name, t), n, t)
 	pod.ResourceVersion = w.nextRV()
 	pod.CreationTimestamp = metav1.NewTime(w.s.now())
 	e := &podEntry{obj: pod, node: n, tmpl: t, truth: newTruth(t, pod)}

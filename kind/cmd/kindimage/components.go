@@ -71,7 +71,9 @@ func componentImage(root v1.Layer, binary, at string, entrypoint []string) (v1.I
 // on a node (kubeadm's etcd and CoreDNS, containerd's sandbox image, kind's
 // CNI and storage images), so that none is pulled.
 func (b *builder) serverTarball(ctx context.Context, rootfs string) (string, error) {
-	path := filepath.Join(b.cache, fmt.Sprintf("kubernetes-server-%s-kind-%s-%s.tar", cluster.KubernetesVersion, b.kindVersion, recipe))
+	// Gzipped: kind v0.33.0 reads the file through gzip.NewReader
+	// (pkg/build/nodeimage/internal/kube/tar.go, extractTarball).
+	path := filepath.Join(b.cache, fmt.Sprintf("kubernetes-server-%s-kind-%s-%s.tar.gz", cluster.KubernetesVersion, b.kindVersion, recipe))
 	if _, err := os.Stat(path); err == nil {
 		return path, nil
 	}
@@ -166,7 +168,7 @@ func (b *builder) serverTarball(ctx context.Context, rootfs string) (string, err
 	if err := os.WriteFile(filepath.Join(tmp, "kubernetes/version"), []byte(cluster.KubernetesVersion+"\n"), 0o644); err != nil {
 		return "", err
 	}
-	if _, err := b.run(ctx, "", "tar", "-C", tmp, "-cf", path+".tmp", "kubernetes"); err != nil {
+	if _, err := b.run(ctx, "", "tar", "-C", tmp, "-I", "gzip -1", "-cf", path+".tmp", "kubernetes"); err != nil {
 		return "", err
 	}
 	b.timed("server tarball "+filepath.Base(path), t0)
