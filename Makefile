@@ -43,8 +43,9 @@ test: lint build ## Everything: unit tests, simulator, real API server and real-
 
 # E2E suites written but not yet run to a pass on this machine: kept out of
 # make test until one has (README "What has never run" lists them); each
-# runs alone with `go test -count=1 -v ./e2e/NAME/`.
-E2E_NOT_YET ?= /e2e/(kruisesuite)$$
+# runs alone with `go test -count=1 -v ./e2e/NAME/`. None today: the pattern
+# matches no package.
+E2E_NOT_YET ?= ^$$
 # E2E_RUN_FLAGS: extra go test flags for the e2e run (-run, -skip).
 E2E_RUN_FLAGS ?=
 

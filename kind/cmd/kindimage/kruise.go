@@ -1,6 +1,8 @@
 package main
 
 import (
+	"archive/tar"
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -8,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
@@ -47,7 +50,15 @@ func (b *builder) kruiseImage(ctx context.Context, out string) error {
 	if err != nil {
 		return err
 	}
-	if img, err = mutate.AppendLayers(img, dl[len(dl)-1]); err != nil {
+	// kruise-manager runs as 65534 (config/manager/manager.yaml) and makes
+	// its protection log under /log, which OpenKruise's Dockerfile creates
+	// owned by nobody: without it the manager exits at start ("unable to
+	// init protection logger": mkdir /log: permission denied).
+	logDir, err := dirLayer("log", 65534)
+	if err != nil {
+		return err
+	}
+	if img, err = mutate.AppendLayers(img, dl[len(dl)-1], logDir); err != nil {
 		return err
 	}
 	ref, err := name.NewTag(KruiseImage)
@@ -73,4 +84,18 @@ func (b *builder) kruiseDir(ctx context.Context) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("go mod download github.com/openkruise/kruise: no Dir")
+}
+
+// dirLayer is a layer holding one empty directory owned by uid:uid.
+func dirLayer(dir string, uid int) (v1.Layer, error) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	if err := tw.WriteHeader(&tar.Header{Name: dir + "/", Mode: 0o755, Uid: uid, Gid: uid, Typeflag: tar.TypeDir}); err != nil {
+		return nil, err
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	raw := buf.Bytes()
+	return tarball.LayerFromOpener(func() (ioReadCloser, error) { return nopCloser{bytes.NewReader(raw)}, nil })
 }
