@@ -110,10 +110,20 @@ func (r *Reconciler) seeUnseenCRR(ctx context.Context, pod *corev1.Pod, mem *pod
 		}
 		if a.Attempt >= 2 {
 			name := decision.StageCRRName(pod, a.Stage, a.Attempt-1)
-			if !mem.knowsCRR(name) {
-				prev := a
-				prev.Attempt, prev.CRRName = a.Attempt-1, name
+			prev := a
+			prev.Attempt, prev.CRRName = a.Attempt-1, name
+			switch {
+			case !mem.knowsCRR(name):
 				if found, err := r.seeLiveCRR(ctx, live, pod, mem, prev, time.Time{}); found || err != nil {
+					return found, err
+				}
+			case !r.cacheShows(pod, name):
+				// Known from memory only (our label stripped, or deleted
+				// after it finished): another replica, whose view had no
+				// such CRR and no attempt count, may have made the first
+				// attempt again under the name (soak seed 1061). One made
+				// after the remembered one is in flight: no second beside it.
+				if found, err := r.seeLiveCRR(ctx, live, pod, mem, prev, mem.crr(name).Created); found || err != nil {
 					return found, err
 				}
 			}
@@ -176,19 +186,28 @@ func (r *Reconciler) deletedEarlierStages(pod *corev1.Pod, mem *podMemory, stage
 	if stage == 0 || !mem.hasDeletedCRRs() || !r.read.CRRAPIAvailable() {
 		return nil
 	}
-	cached, err := r.read.CRRs(pod)
-	if err != nil {
-		return nil
-	}
 	var out []string
 	for _, name := range mem.deletedEarlierStages(stage) {
-		shown := false
-		for _, k := range cached {
-			shown = shown || k.Name == name
-		}
-		if !shown {
+		if !r.cacheShows(pod, name) {
 			out = append(out, name)
 		}
 	}
 	return out
+}
+
+// cacheShows reports whether the cache lists the pod's CRR of that name.
+func (r *Reconciler) cacheShows(pod *corev1.Pod, name string) bool {
+	if !r.read.CRRAPIAvailable() {
+		return false
+	}
+	cached, err := r.read.CRRs(pod)
+	if err != nil {
+		return false
+	}
+	for _, c := range cached {
+		if c.Name == name {
+			return true
+		}
+	}
+	return false
 }

@@ -92,3 +92,67 @@ func TestASwapAfterARefusedCRRWaitsForTheCRRAnotherReplicaMade(t *testing.T) {
 		t.Errorf("live reads %v, want %s read before the swap", w.reads, st1)
 	}
 }
+
+// Soak seed 1061: the first attempt's CRR is known here from memory only
+// (a policy stripped our label, so the cache never lists it; kruise deleted
+// it after it failed). Another replica, whose view had neither that CRR nor
+// an attempt count, makes the first attempt again under the same name.
+// Before this replica makes attempt 2 it reads attempt 1's name live, finds
+// a CRR made after the one it remembers, in flight, and does not make
+// attempt 2 beside it.
+func TestASecondAttemptWaitsForAFirstAttemptAnotherReplicaMadeAgain(t *testing.T) {
+	build := podtest.Pod("p").Container("main", podtest.Exited(0, podtest.Epoch.Add(10*time.Second))).
+		Container("log", markCRR, podtest.Running())
+	pod := build.Build()
+	// A grace period longer than the expectation timeout: the first CRR is
+	// read live, and remembered, before its deadline passes.
+	grace := int64(120)
+	pod.Spec.TerminationGracePeriodSeconds = &grace
+	st1, st2 := decision.CRRName(pod, 1), decision.CRRName(pod, 2)
+	w := &liveWorld{world: &world{pod: pod, crrAPI: true, answers: map[string][]error{}}, live: map[string]*kruisev1alpha1.ContainerRecreateRequest{}}
+	f := newFixtureWriting(w.world, w)
+	stripped := func(made time.Time) *kruisev1alpha1.ContainerRecreateRequest {
+		crr := stageCRR(st1, 0, "log")
+		crr.Labels = map[string]string{reconciler.LabelPodUID: string(pod.UID), reconciler.LabelAttempt: "1"}
+		crr.Spec.PodName = pod.Name
+		crr.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID}}
+		d := int64(decision.CRRDeadline(pod, decision.DefaultPolicy()) / time.Second)
+		crr.Spec.ActiveDeadlineSeconds = &d
+		crr.CreationTimestamp = metav1.NewTime(made)
+		return crr
+	}
+	syncAt := func(at time.Time) {
+		t.Helper()
+		f.clock.SetTime(at)
+		if _, err := f.rec.Sync(context.Background(), cache.ObjectName{Namespace: pod.Namespace, Name: pod.Name}); err != nil {
+			t.Fatalf("Sync: %v", err)
+		}
+	}
+	made := podtest.Epoch.Add(11 * time.Second)
+	syncAt(made)
+	if got := strings.Join(w.sent, ","); got != "crr "+st1 {
+		t.Fatalf("first sync: writes %s, want crr %s", got, st1)
+	}
+	// The cache never shows it: past the expectation timeout it is read
+	// live, label stripped, and remembered.
+	w.live[st1] = stripped(made)
+	syncAt(made.Add(reconciler.DefaultConfig().ExpectationTimeout + time.Second))
+	if got := strings.Join(w.sent, ","); got != "crr "+st1 {
+		t.Fatalf("after the expectation timeout: writes %s, want only the first crr %s", got, st1)
+	}
+	// Kruise deletes it after it failed; past its deadline, the other
+	// replica makes it again a second before this one looks.
+	delete(w.live, st1)
+	w.sent = nil
+	later := made.Add(5 * time.Minute)
+	w.live[st1] = stripped(later.Add(-time.Second))
+	syncAt(later)
+	for _, s := range w.sent {
+		if s == "crr "+st2 {
+			t.Fatalf("writes %v: attempt 2 made while attempt 1, made again by another replica, is in flight", w.sent)
+		}
+	}
+	if !strings.Contains(strings.Join(w.reads, ","), st1) {
+		t.Errorf("live reads %v, want %s read before attempt 2", w.reads, st1)
+	}
+}
