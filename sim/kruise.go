@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"time"
 
 	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
@@ -55,6 +56,8 @@ func (w *World) admitCRR(in *kruisev1alpha1.ContainerRecreateRequest) (*kruisev1
 	}
 	crr.Annotations[annotationResolvedUID] = string(e.obj.UID)
 	crr.CreationTimestamp = metav1.NewTime(w.s.now())
+	w.crrUIDs++
+	crr.UID = types.UID(fmt.Sprintf("crr-%012x", w.crrUIDs))
 	// Status is empty until kruise-daemon takes the CRR up (kruise's
 	// webhook writes none): Pending then means it waits behind another.
 	crr.Status.Phase = ""
@@ -80,10 +83,12 @@ func (s *Sim) crrCreated(crr *kruisev1alpha1.ContainerRecreateRequest, e *podEnt
 	if s.sc.Faults.CRRNeverCompleted {
 		return
 	}
-	key := cache.ObjectName{Namespace: crr.Namespace, Name: crr.Name}
+	key, uid := cache.ObjectName{Namespace: crr.Namespace, Name: crr.Name}, crr.UID
 	if d := crr.Spec.ActiveDeadlineSeconds; d != nil {
 		s.after(time.Duration(*d)*time.Second, func() {
-			s.finishCRR(key, kruisev1alpha1.ContainerRecreateRequestFailed, "exceeded activeDeadlineSeconds")
+			if s.world.crrIs(key, uid) {
+				s.finishCRR(key, kruisev1alpha1.ContainerRecreateRequestFailed, "exceeded activeDeadlineSeconds")
+			}
 		})
 	}
 	if e.node.daemon != nil {
@@ -228,7 +233,12 @@ func (s *Sim) finishCRR(key cache.ObjectName, phase kruisev1alpha1.ContainerRecr
 	s.world.updateCRR(next)
 	s.daemonNext(crr)
 	if ttl, ok := s.crrTTL(crr); ok {
-		s.after(ttl, func() { s.world.deleteCRR(key, "ttl after finished") })
+		uid := crr.UID
+		s.after(ttl, func() {
+			if s.world.crrIs(key, uid) {
+				s.world.deleteCRR(key, "ttl after finished")
+			}
+		})
 	}
 }
 

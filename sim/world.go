@@ -45,6 +45,7 @@ type World struct {
 	rr      map[decision.Platform]int
 	created int // pods created from the scenario's count (not recreations)
 	uids    int
+	crrUIDs int // a CRR's UID: a timer of a deleted CRR must not act on one re-made under its name
 	// crdRemoved: OpenKruise's CRD was deleted (the CRDRemoved fault).
 	crdRemoved bool
 }
@@ -216,6 +217,15 @@ func (w *World) deleteCRR(key cache.ObjectName, why string) {
 	w.s.trace.add(crr.Spec.PodName, "crr %s deleted (%s)", crr.Name, why)
 	w.publishCRR(crr, true)
 	w.s.daemonNext(crr)
+}
+
+// crrIs reports whether the CRR stored under key is the one with this UID:
+// kruise times a CRR's deadline and TTL from that object's own fields, so a
+// timer started for a CRR since deleted does nothing to one re-made under
+// the same name (kruise-manager's crr_controller reads the object it is given).
+func (w *World) crrIs(key cache.ObjectName, uid types.UID) bool {
+	crr := w.crrs[key]
+	return crr != nil && crr.UID == uid
 }
 
 // updateCRR stores a new version of a CRR.
