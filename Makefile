@@ -36,6 +36,7 @@ test: lint build ## Everything: unit tests, simulator, real API server and real-
 	@# The restart rules and the stop's safety vs the kubelet of each supported release (a module of its own, a go.mod per release).
 	cd hack/kubeletrules && for m in go.v1.35.mod go.v1.36.mod go.mod; do $(GO) test -count=1 -modfile=$$m -v ./... || exit 1; done
 	cd controller/deploy/promrules && $(GO) vet ./... && $(GO) test -count=1 ./... # the chart's alerts vs Prometheus' rule parser (a module of its own)
+	cd e2e/bench/plot && $(GO) vet ./... && $(GO) test -count=1 ./... # make bench's latency plot (a module of its own: gonum's plot)
 	@# The cluster's binaries first, outside any test's timeout: cold, they are most of the run.
 	$(GO) run ./e2e/cmd/cluster build
 	@# One e2e package at a time: a real node uses host-wide paths (cni0, /hostvarrun, the kubelet's device-plugin socket).
@@ -67,9 +68,20 @@ clean: ## Remove build output.
 -include kind/kind.mk
 -include e2e/kruisesuite/kruisesuite.mk
 
-.PHONY: bench
-bench: ## Burst latency, writes per pod, memory and CPU vs the yardstick and OpenKruise's SidecarTerminator, on a real API server (writes e2e/bench/results/).
+.PHONY: bench bench-plot
+bench: ## Burst latency, writes per pod, memory and CPU vs the yardstick and OpenKruise's SidecarTerminator, on a real API server (writes e2e/bench/results/ and docs/bench-latency.svg).
 	$(GO) run ./e2e/cmd/bench $(BENCH_FLAGS)
+	$(BENCH_PLOT)
+
+bench-plot: ## Redraw docs/bench-latency.svg from the last bench's e2e/bench/results/latencies.json.
+	$(BENCH_PLOT)
+
+# The latency plot is a module of its own (e2e/bench/plot), so that gonum's
+# plot stays out of the product's go.mod. BENCH_LATENCIES follows the bench's
+# -out when BENCH_FLAGS moves it.
+BENCH_LATENCIES ?= e2e/bench/results/latencies.json
+BENCH_SVG ?= docs/bench-latency.svg
+BENCH_PLOT = cd e2e/bench/plot && $(GO) run . -in $(abspath $(BENCH_LATENCIES)) -out $(abspath $(BENCH_SVG))
 
 .PHONY: mutate
 mutate: ## Mutation score of decision, reconciler and kube with gremlins (slow; writes e2e/bench/results/mutation.md).

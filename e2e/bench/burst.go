@@ -28,6 +28,10 @@ type BurstResult struct {
 	// Latency from each main's exit (its status write returning) to the
 	// terminator's action seen through a watch, in seconds.
 	P50, P90, P99, Max float64
+	// Latencies are those per-pod latencies, sorted: kept out of
+	// latest.json (a run's 60,000 of them would bury its figures) and
+	// written to latencies.json instead, for the latency plot.
+	Latencies []float64 `json:"-"`
 	// AllSucceededSeconds is from the first main exit to the last pod Succeeded.
 	AllSucceededSeconds float64 `json:"allSucceededSeconds"`
 	NotActedOn          int     `json:"notActedOn"`
@@ -286,6 +290,7 @@ func (b *burst) summarize(res *BurstResult, start time.Time) {
 		}
 	}
 	sort.Float64s(lat)
+	res.Latencies = lat
 	res.P50, res.P90, res.P99, res.Max = quantile(lat, 0.5), quantile(lat, 0.9), quantile(lat, 0.99), quantile(lat, 1)
 	if !last.IsZero() {
 		res.AllSucceededSeconds = last.Sub(start).Seconds()

@@ -12,12 +12,16 @@ import (
 	"github.com/sidecar-terminator/sidecar-terminator/e2e/cluster"
 )
 
-// WriteFiles writes the report as JSON and as a Markdown table.
+// WriteFiles writes the report as JSON and as a Markdown table, and the
+// per-pod latencies to latencies.json (e2e/bench/plot draws them).
 func (r *Report) WriteFiles(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	if err := WriteJSON(filepath.Join(dir, "latest.json"), r); err != nil {
+		return err
+	}
+	if err := WriteLatencies(filepath.Join(dir, "latencies.json"), r.LatencyFile()); err != nil {
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, "latest.md"), []byte(r.Markdown()), 0o644)

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -109,7 +110,7 @@ func TestMedianResult(t *testing.T) {
 	if m.P99 != 2 || m.RSSBytesAfter != 20<<20 || m.Terminator != "x" {
 		t.Errorf("median %+v", m)
 	}
-	if (medianResult(nil) != BurstResult{}) {
+	if !reflect.DeepEqual(medianResult(nil), BurstResult{}) { // BurstResult holds a slice: no ==
 		t.Error("no rounds: not empty")
 	}
 }

@@ -78,6 +78,9 @@ type Report struct {
 	// Kruise holds OpenKruise's columns, one per setting, in the order of
 	// each Round's Kruise.
 	Kruise []KruiseColumn `json:"kruise,omitempty"`
+	// commit is the run's commit, for latencies.json (latest.json's fields
+	// stay as they were).
+	commit string
 }
 
 // Round is one burst of each terminator.
@@ -115,7 +118,7 @@ type world struct {
 // cfg.Rounds times, alternating which goes first.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	logf := cfg.Logf
-	rep := &Report{Date: time.Now().UTC().Format(time.RFC3339), Machine: machine(), Config: cfg}
+	rep := &Report{Date: time.Now().UTC().Format(time.RFC3339), Machine: machine(), Config: cfg, commit: gitCommit(cfg.Root)}
 	runDir, err := os.MkdirTemp("", "sidecar-terminator-bench-")
 	if err != nil {
 		return nil, err
