@@ -294,3 +294,42 @@ func TestAnUnseenWriteIsCheckedLive(t *testing.T) {
 		})
 	}
 }
+
+// A write's expectation is counted from its answer. When the answer came
+// late and the cache never shows the write, the look the sync asks for is the
+// one at which the expectation has timed out: the pod is decided afresh
+// then, not told to wait once more. Afresh, but knowing the CRR it made:
+// kruise-daemon may be stopping the sidecar under it, so it is not made
+// again (crrmemory.go, madeCRR).
+func TestSlowUnseenWriteIsRevisitedWhenItsExpectationTimesOut(t *testing.T) {
+	f := newFixture(jobPod(markCRR))
+	slow := slowWorld{world: f.w, clock: f.clock, delay: 5 * time.Second}
+	f.rec = reconciler.New(reconciler.DefaultConfig(), f.w, slow, f.ev, f.metrics, f.clock)
+	after := f.sync(t)
+	if f.creates() != 1 {
+		t.Fatalf("first sync wrote %v, want one create", f.w.sent)
+	}
+	f.clock.Step(after)
+	f.sync(t)
+	if got := testutil.ToFloat64(f.metrics.ExpectationsTimedOut); got != 1 || f.creates() != 1 {
+		t.Fatalf("at the look asked for (%s later): expectations timed out %v, writes %v; want the pod decided afresh", after, got, f.w.sent)
+	}
+}
+
+// An expectation that is already over when the sync ends (here a zero
+// expectation timeout) still gets the pod looked at again: a requeue of zero
+// would mean never, and the unseen write would be left alone.
+func TestExpectationOverAtTheEndOfTheSyncStillRequeues(t *testing.T) {
+	cfg := reconciler.DefaultConfig()
+	cfg.ExpectationTimeout = 0
+	f := newFixtureWith(jobPod(markCRR), cfg)
+	after := f.sync(t)
+	if f.creates() != 1 || after <= 0 {
+		t.Fatalf("writes %v, requeue %s; want one create and a later look", f.w.sent, after)
+	}
+	f.clock.Step(after)
+	f.sync(t)
+	if got := testutil.ToFloat64(f.metrics.ExpectationsTimedOut); got != 1 || f.creates() != 1 {
+		t.Fatalf("the unseen write was not decided afresh (%v timed out), or its CRR was made again: %v", got, f.w.sent)
+	}
+}

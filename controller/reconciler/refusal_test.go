@@ -485,3 +485,65 @@ func TestASwapAnsweredBadRequestIsPermanent(t *testing.T) {
 		t.Errorf("transient swap refusals = %v, want 0", got)
 	}
 }
+
+func newFixtureWith(pod *corev1.Pod, cfg reconciler.Config) *fixture {
+	f := newFixture(pod)
+	f.rec = reconciler.New(cfg, f.w, f.w, f.ev, f.metrics, f.clock)
+	return f
+}
+
+func (f *fixture) creates() int {
+	n := 0
+	for _, s := range f.w.sent {
+		if strings.HasPrefix(s, "crr ") {
+			n++
+		}
+	}
+	return n
+}
+
+// With --crr-retry-backoff=0 a refused CRR may be sent again at once, so
+// the refusals no longer end a sync's passes by themselves: the passes are
+// capped (the first, and one per kind of write whose refusal is remembered:
+// CRR, swap, settle, delete, so five), the pod is looked at again soon, not
+// never, and the refusals still end in a give-up Warning.
+func TestRefusalPassesAreCappedPerSync(t *testing.T) {
+	cfg := reconciler.DefaultConfig()
+	cfg.Policy.RetryBackoff = 0
+	f := newFixtureWith(jobPod(markCRR), cfg)
+	crr := "crr " + decision.CRRName(f.w.pod, 1)
+	for i := 0; i < 100; i++ {
+		f.w.answers[crr] = append(f.w.answers[crr], kruisetest.WebhookDown())
+	}
+	after := f.sync(t)
+	if got := f.creates(); got != 5 {
+		t.Fatalf("one sync sent %d refused creates, want 5 (the first pass and one per refusal kind)", got)
+	}
+	if after <= 0 {
+		t.Fatalf("after the capped passes: requeue %s, want a later look (a zero backoff must not mean never)", after)
+	}
+	for i := 0; i < 10 && after > 0; i++ {
+		f.clock.Step(after)
+		after = f.sync(t)
+	}
+	max := cfg.Policy.MaxRefusals
+	if got := f.creates(); got != max || after != 0 {
+		t.Fatalf("creates %d, last requeue %s; want %d (MaxRefusals) and none", got, after, max)
+	}
+	if len(f.ev.warnings(decision.ReasonSidecarKillGaveUp)) != 1 {
+		t.Fatalf("want one SidecarKillGaveUp, got %+v", f.ev.list)
+	}
+}
+
+// slowWorld answers CRR creates after the clock moved on: an API server
+// under load.
+type slowWorld struct {
+	*world
+	clock *clocktesting.FakeClock
+	delay time.Duration
+}
+
+func (s slowWorld) CreateCRR(ctx context.Context, crr *kruisev1alpha1.ContainerRecreateRequest, readPodFirst bool) error {
+	s.clock.Step(s.delay)
+	return s.world.CreateCRR(ctx, crr, readPodFirst)
+}

@@ -10,9 +10,10 @@ import (
 	"github.com/sidecar-terminator/sidecar-terminator/controller/podtest"
 )
 
-// Rows at the edges a one-character change of the decision would move: each
-// failed on a mutant that every other test let through.
-func TestDecideAtTheEdges(t *testing.T) {
+// Decide at its limits: the instant a wait ends and the second before it,
+// the last CRR attempt, a Pending pod whose native sidecar runs. Each row is
+// one a one-character change of the decision would move (a < for a <=).
+func TestDecideAtItsLimits(t *testing.T) {
 	failedCRR := func(attempt int) CRR {
 		return CRR{Name: CRRName(podtest.Pod("p").Build(), attempt), Attempt: attempt, Containers: []string{"log"},
 			Phase: "Completed", Created: t0, Completed: t0}
