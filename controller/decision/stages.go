@@ -365,3 +365,32 @@ func EarlierStageCRRs(pod *corev1.Pod, stage int) []Action {
 	}
 	return out
 }
+
+// LaterStageCRR is the CRR of the stage after stage, at the attempt recorded
+// for it (the first when none is), when the pod's stop order names a stage
+// after it (stage 0, the sidecars the order does not name, comes before the
+// order's first). A replica that found stage held up deleted stage's CRR and
+// made the next stage's, the held-up sidecars carried into it; another
+// replica whose caches show neither write yet would make stage's CRR again
+// beside it. Before it makes stage's CRR it reads this one live
+// (reconciler.seeUnseenCRR; soak seed 313 under a leader move).
+func LaterStageCRR(pod *corev1.Pod, stage int) (Action, bool) {
+	if stage < 0 || namedStages(pod) <= stage {
+		return Action{}, false
+	}
+	next := stage + 1
+	attempt := max(recordedAttempts(pod, next), 1)
+	return Action{Kind: ActionCreateCRR, CRRName: StageCRRName(pod, next, attempt), Attempt: attempt, Stage: next}, true
+}
+
+// namedStages counts the names in the pod's stop-order annotation: the
+// stages it asks for, at most (stopOrder says whether the order is usable).
+func namedStages(pod *corev1.Pod) int {
+	n := 0
+	for name := range strings.SplitSeq(pod.Annotations[AnnotationStopOrder], ",") {
+		if strings.TrimSpace(name) != "" {
+			n++
+		}
+	}
+	return n
+}

@@ -563,3 +563,35 @@ func TestEarlierStageCRRsFollowTheMarkAndTheRecordedAttempt(t *testing.T) {
 		t.Errorf("a pod without a mark: %d CRRs to read, want none", n)
 	}
 }
+
+func TestLaterStageCRRIsTheNextNamedStageAtItsRecordedAttempt(t *testing.T) {
+	ordered := podtest.Pod("p").Annotate(AnnotationStopOrder, " fluent-bit, ,istio-proxy,vector ").
+		Annotate(AnnotationCRRAttempts, AttemptsMark(3, 2)).Build()
+	cases := []struct {
+		name  string
+		pod   *corev1.Pod
+		stage int
+		want  string // "" for none
+	}{
+		{"stage 1 of three: stage 2's first attempt", ordered, 1, StageCRRName(ordered, 2, 1)},
+		{"stage 2 of three: stage 3 at its recorded attempt", ordered, 2, StageCRRName(ordered, 3, 2)},
+		{"the last stage: none after it", ordered, 3, ""},
+		{"stage 0, the sidecars the order does not name: stage 1 follows", ordered, 0, StageCRRName(ordered, 1, 1)},
+		{"no order", podtest.Pod("p").Build(), 1, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			a, ok := LaterStageCRR(tc.pod, tc.stage)
+			got := ""
+			if ok {
+				got = a.CRRName
+				if a.Kind != ActionCreateCRR || a.Stage != tc.stage+1 {
+					t.Errorf("action %+v, want a CRR of stage %d", a, tc.stage+1)
+				}
+			}
+			if got != tc.want {
+				t.Errorf("LaterStageCRR(stage %d) = %q, want %q", tc.stage, got, tc.want)
+			}
+		})
+	}
+}

@@ -85,7 +85,10 @@ func (r *Reconciler) noteCRRs(pod *corev1.Pod, mem *podMemory) error {
 // of otherwise. And an earlier stage's CRR that the pod's stop-stage mark
 // says may exist (decision.EarlierStageCRRs): another replica wrote the mark
 // and made the CRR, and this replica's pod informer brought the one before
-// its CRR informer brought the other (soak seed 140).
+// its CRR informer brought the other (soak seed 140). And the next stage's
+// CRR (decision.LaterStageCRR), which another replica made after it found
+// this stage held up and deleted its CRR, while this replica's caches show
+// neither (soak seed 313): one GET before each stage's CRR but the last's.
 func (r *Reconciler) seeUnseenCRR(ctx context.Context, pod *corev1.Pod, mem *podMemory, plan decision.Plan) (bool, error) {
 	live, ok := r.write.(LiveChecker)
 	if !ok {
@@ -133,6 +136,11 @@ func (r *Reconciler) seeUnseenCRR(ctx context.Context, pod *corev1.Pod, mem *pod
 				continue
 			}
 			if found, err := r.seeLiveCRR(ctx, live, pod, mem, earlier, time.Time{}); found || err != nil {
+				return found, err
+			}
+		}
+		if later, ok := decision.LaterStageCRR(pod, a.Stage); ok && r.read.CRRAPIAvailable() && !mem.knowsCRR(later.CRRName) {
+			if found, err := r.seeLiveCRR(ctx, live, pod, mem, later, time.Time{}); found || err != nil {
 				return found, err
 			}
 		}

@@ -156,3 +156,33 @@ func TestASecondAttemptWaitsForAFirstAttemptAnotherReplicaMadeAgain(t *testing.T
 		t.Errorf("live reads %v, want %s read before attempt 2", w.reads, st1)
 	}
 }
+
+// Soak seed 313: the other replica found the shipper's stage held up (still
+// running past its grace period), deleted stage 1's CRR and made stage 2's,
+// with the shipper carried into it. This replica's caches show neither write:
+// the pod with no mark, no CRR at all. Before it makes stage 1's CRR it reads
+// stage 2's name live, finds it in flight, and does not make stage 1's beside
+// it.
+func TestAStageCRRIsNotMadeBesideALaterStagesCRRAnotherReplicaMade(t *testing.T) {
+	build := shipperPod(podtest.Running())
+	pod := build.Build()
+	st1, st2 := decision.StageCRRName(pod, 1, 1), decision.StageCRRName(pod, 2, 1)
+	w := &liveWorld{world: &world{pod: pod, crrAPI: true, answers: map[string][]error{}}, live: map[string]*kruisev1alpha1.ContainerRecreateRequest{}}
+	later := otherReplicasCRR(build, st2, 2, podtest.Epoch.Add(52*time.Second), "fluent-bit", "istio-proxy")
+	later.Labels[reconciler.LabelStage] = "2"
+	w.live[st2] = later
+	f := newFixtureWriting(w.world, w)
+	f.clock.SetTime(podtest.Epoch.Add(53 * time.Second))
+	f.sync(t)
+	if !strings.Contains(strings.Join(w.reads, ","), st2) {
+		t.Errorf("live reads %v, want %s read before stage 1's CRR is made", w.reads, st2)
+	}
+	for _, s := range w.sent {
+		if s == "crr "+st1 {
+			t.Fatalf("writes %v: stage 1's CRR made beside stage 2's, which another replica made and kruise-daemon serves", w.sent)
+		}
+	}
+	if len(w.sent) != 0 {
+		t.Errorf("writes %v, want none while stage 2's CRR is in flight", w.sent)
+	}
+}
