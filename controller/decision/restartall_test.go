@@ -141,3 +141,15 @@ func TestASettledPodsBlockedSidecarIsLeftToTheKubelet(t *testing.T) {
 		t.Fatalf("past the grace period: verdict %s, actions %v; want no stop", plan.Verdict, plan.Actions)
 	}
 }
+
+// The Warning names the rule that blocks the stop by its place in the
+// container's list, counted from 1 as the pod's author reads it.
+func TestABlockedStopNamesTheBlockingRuleByItsPlace(t *testing.T) {
+	pod := podtest.Pod("p").Container("main", exited(0)).Container("log", markCRR, podtest.Policy(corev1.ContainerRestartPolicyNever),
+		podtest.Rule(corev1.ContainerRestartRuleActionRestart, corev1.ContainerRestartRuleOnExitCodesOpIn, 42),
+		podtest.Rule(corev1.ContainerRestartRuleActionRestartAllContainers, corev1.ContainerRestartRuleOnExitCodesOpIn, 143)).Build()
+	plan := Decide(Input{Pod: pod, Node: normal, CRRAPI: true, Now: now, Policy: DefaultPolicy()})
+	if len(plan.Problems) != 1 || !strings.Contains(plan.Problems[0].Message, "its rule 2 (RestartAllContainers on exit codes In [143])") {
+		t.Fatalf("problems %v, want one naming rule 2, the RestartAllContainers rule", plan.Problems)
+	}
+}

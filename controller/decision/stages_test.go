@@ -559,6 +559,11 @@ func TestEarlierStageCRRsFollowTheMarkAndTheRecordedAttempt(t *testing.T) {
 	if strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Errorf("EarlierStageCRRs(mark 1, stage 2) = %v, want %v", got, want)
 	}
+	// A mark at the stage itself: the stages before it, not the stage's own.
+	atTwo := podtest.Pod("p").Annotate(AnnotationStopStage, "2 "+at).Build()
+	if got := EarlierStageCRRs(atTwo, 2); len(got) != 2 || got[1].Stage != 1 {
+		t.Errorf("EarlierStageCRRs(mark 2, stage 2) = %v, want stages 0 and 1", got)
+	}
 	if n := len(EarlierStageCRRs(podtest.Pod("p").Build(), 2)); n != 0 {
 		t.Errorf("a pod without a mark: %d CRRs to read, want none", n)
 	}
