@@ -143,3 +143,28 @@ func TestASecondAttemptReadsTheFirstWithItsLabelStripped(t *testing.T) {
 		t.Fatalf("writes %v, live reads %v; want no write while attempt 1 is in flight, after one read of %s", w.sent, w.reads, first)
 	}
 }
+
+// Attempt 1's CRR failed and the cache shows it: attempt 2 is made with no
+// live read (the live reads before a retry are for a first attempt the cache
+// does not show, leadermove_test.go), so a retry costs one write.
+func TestASecondAttemptAfterAFailedFirstTheCacheShowsReadsNothingLive(t *testing.T) {
+	pod := podtest.Pod("p").Annotate(decision.AnnotationCRRAttempts, "1").
+		Container("main", podtest.Exited(0, podtest.Epoch.Add(10*time.Second))).Container("log", markCRR, podtest.Running()).Build()
+	first := stageCRR(decision.CRRName(pod, 1), 0, "log")
+	first.Labels[reconciler.LabelManagedBy], first.Labels[reconciler.LabelPodUID] = reconciler.ManagedByValue, string(pod.UID)
+	delete(first.Labels, reconciler.LabelStage)
+	first.Spec.PodName = pod.Name
+	first.Status.Phase = kruisev1alpha1.ContainerRecreateRequestCompleted
+	first.Status.CompletionTime = &metav1.Time{Time: podtest.Epoch.Add(15 * time.Second)}
+	w := &liveWorld{world: &world{pod: pod, crrAPI: true, answers: map[string][]error{}, crrs: []*kruisev1alpha1.ContainerRecreateRequest{first}},
+		live: map[string]*kruisev1alpha1.ContainerRecreateRequest{}}
+	f := newFixtureWriting(w.world, w)
+	f.clock.SetTime(podtest.Epoch.Add(5 * time.Minute))
+	f.sync(t)
+	if n := len(w.sent); n == 0 || w.sent[n-1] != "crr "+decision.CRRName(pod, 2) {
+		t.Fatalf("writes %v, want attempt 2's CRR last", w.sent)
+	}
+	if len(w.reads) != 0 {
+		t.Errorf("live reads %v, want none: the cache shows attempt 1", w.reads)
+	}
+}
