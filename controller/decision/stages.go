@@ -2,6 +2,7 @@ package decision
 
 import (
 	"fmt"
+	"iter"
 	"sort"
 	"strconv"
 	"strings"
@@ -264,11 +265,7 @@ func stopOrder(pod *corev1.Pod, containers []Container) ([]string, *Problem) {
 	}
 	var order, issues []string
 	seen := map[string]bool{}
-	for _, n := range strings.Split(raw, ",") {
-		n = strings.TrimSpace(n)
-		if n == "" {
-			continue
-		}
+	for n := range orderNames(raw) {
 		c, known := byName[n]
 		switch {
 		case seen[n]:
@@ -387,10 +384,21 @@ func LaterStageCRR(pod *corev1.Pod, stage int) (Action, bool) {
 // stages it asks for, at most (stopOrder says whether the order is usable).
 func namedStages(pod *corev1.Pod) int {
 	n := 0
-	for name := range strings.SplitSeq(pod.Annotations[AnnotationStopOrder], ",") {
-		if strings.TrimSpace(name) != "" {
-			n++
-		}
+	for range orderNames(pod.Annotations[AnnotationStopOrder]) {
+		n++
 	}
 	return n
+}
+
+// orderNames yields the names of a stop-order annotation's value as written,
+// trimmed, empty entries skipped: the one reading of its syntax, for
+// stopOrder and namedStages.
+func orderNames(raw string) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for n := range strings.SplitSeq(raw, ",") {
+			if n = strings.TrimSpace(n); n != "" && !yield(n) {
+				return
+			}
+		}
+	}
 }
