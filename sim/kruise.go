@@ -83,12 +83,10 @@ func (s *Sim) crrCreated(crr *kruisev1alpha1.ContainerRecreateRequest, e *podEnt
 	if s.sc.Faults.CRRNeverCompleted {
 		return
 	}
-	key, uid := cache.ObjectName{Namespace: crr.Namespace, Name: crr.Name}, crr.UID
+	key := cache.ObjectName{Namespace: crr.Namespace, Name: crr.Name}
 	if d := crr.Spec.ActiveDeadlineSeconds; d != nil {
-		s.after(time.Duration(*d)*time.Second, func() {
-			if s.world.crrIs(key, uid) {
-				s.finishCRR(key, kruisev1alpha1.ContainerRecreateRequestFailed, "exceeded activeDeadlineSeconds")
-			}
+		s.afterForCRR(time.Duration(*d)*time.Second, crr, func() {
+			s.finishCRR(key, kruisev1alpha1.ContainerRecreateRequestFailed, "exceeded activeDeadlineSeconds")
 		})
 	}
 	if e.node.daemon != nil {
@@ -233,13 +231,21 @@ func (s *Sim) finishCRR(key cache.ObjectName, phase kruisev1alpha1.ContainerRecr
 	s.world.updateCRR(next)
 	s.daemonNext(crr)
 	if ttl, ok := s.crrTTL(crr); ok {
-		uid := crr.UID
-		s.after(ttl, func() {
-			if s.world.crrIs(key, uid) {
-				s.world.deleteCRR(key, "ttl after finished")
-			}
-		})
+		s.afterForCRR(ttl, crr, func() { s.world.deleteCRR(key, "ttl after finished") })
 	}
+}
+
+// afterForCRR runs fn after d if the CRR stored under crr's name is then
+// still crr (by UID): kruise-manager times a CRR's deadline and its TTL from
+// that object's own fields, so a timer of a CRR since deleted does nothing to
+// one re-made under the same name.
+func (s *Sim) afterForCRR(d time.Duration, crr *kruisev1alpha1.ContainerRecreateRequest, fn func()) {
+	key, uid := cache.ObjectName{Namespace: crr.Namespace, Name: crr.Name}, crr.UID
+	s.after(d, func() {
+		if s.world.crrIs(key, uid) {
+			fn()
+		}
+	})
 }
 
 func crrFinished(crr *kruisev1alpha1.ContainerRecreateRequest) bool {

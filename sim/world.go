@@ -219,10 +219,8 @@ func (w *World) deleteCRR(key cache.ObjectName, why string) {
 	w.s.daemonNext(crr)
 }
 
-// crrIs reports whether the CRR stored under key is the one with this UID:
-// kruise times a CRR's deadline and TTL from that object's own fields, so a
-// timer started for a CRR since deleted does nothing to one re-made under
-// the same name (kruise-manager's crr_controller reads the object it is given).
+// crrIs reports whether the CRR stored under key is the one with this UID
+// (Sim.afterForCRR).
 func (w *World) crrIs(key cache.ObjectName, uid types.UID) bool {
 	crr := w.crrs[key]
 	return crr != nil && crr.UID == uid
