@@ -90,3 +90,8 @@ mutate: ## Mutation score of decision, reconciler and kube with gremlins (slow; 
 .PHONY: chaos
 chaos: ## Reliability runs: kill -9, leader loss, kruise-daemon away, kruise-manager down, pods deleted mid-way (writes e2e/bench/results/chaos.json).
 	$(GO) run ./e2e/cmd/bench chaos $(CHAOS_FLAGS)
+
+.PHONY: explain-golden
+explain-golden: ## Refresh docs/examples/explain.txt and docs/observability.md's explain example from a real run on the local cluster (root).
+	$(GO) run ./e2e/cmd/cluster build
+	$(GO) test -count=1 -timeout 20m -run '^TestExplainMatchesTheDocsExample$$' ./e2e/realnode -v -update-explain
