@@ -51,12 +51,12 @@ func rel(r, path string) string {
 	return path
 }
 
-// Every relative link of the user docs leads to a file that exists, and to
-// a heading of it where the link names one.
+// Every relative link of the user docs and INSTALL.md leads to a file that
+// exists, and to a heading of it where the link names one.
 func TestRelativeLinksResolve(t *testing.T) {
 	r := root(t)
 	checked := 0
-	for _, page := range userDocs(t, r) {
+	for _, page := range docPages(t, r) {
 		text := read(t, page)
 		for _, l := range Links(text) {
 			if strings.Contains(l.Target, "://") || strings.HasPrefix(l.Target, "mailto:") {
