@@ -3,7 +3,9 @@ package deploy
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"sort"
@@ -365,9 +367,13 @@ func TestFlowSchemaOptional(t *testing.T) {
 	}
 	objs := render(t, "--set", "flowControl.enabled=true")
 	fs := only(t, objs, "FlowSchema")
-	// v1, served from 1.29 by every release kubeVersion admits; no beta fallback.
+	// v1, served from 1.29 by every release kubeVersion admits, whatever
+	// the capabilities helm sees: no fallback to a beta API they do not serve.
 	if fs.GetAPIVersion() != "flowcontrol.apiserver.k8s.io/v1" {
 		t.Errorf("FlowSchema is %s, want flowcontrol.apiserver.k8s.io/v1", fs.GetAPIVersion())
+	}
+	if src, err := os.ReadFile(filepath.Join(ChartDir(repoRoot(t)), "templates", "flowschema.yaml")); err != nil || strings.Contains(string(src), "v1beta") || strings.Contains(string(src), "Capabilities") {
+		t.Errorf("templates/flowschema.yaml falls back on capabilities to a beta API (%v)", err)
 	}
 	sa := only(t, objs, "ServiceAccount")
 	if level, _, _ := unstructured.NestedString(fs.Object, "spec", "priorityLevelConfiguration", "name"); level != "workload-high" {
