@@ -15,3 +15,18 @@ release-tools: ## Build the release's tools (crane, cosign, syft, helm) from hac
 release-check: release-tools ## Rehearse a release: push, sign, attest, verify, then the local cluster pulls and runs it (needs root).
 	$(GO) run ./e2e/cmd/cluster build
 	$(GO) test -count=1 -v -timeout 45m ./e2e/release/
+
+# push: the install that works before any public release. Builds the
+# controller, quick-exit and workload images and the kubectl plugin
+# (linux/amd64 and arm64, reproducibly: images/oci) and the chart, its
+# images pinned to what was pushed, and pushes them to REGISTRY. No SBOMs,
+# no signatures, no key: that is the release's (release-check). Prints each
+# reference with its digest. PUSH_VERSION defaults to the chart's version;
+# PUSH_OUT holds the layouts, the packaged chart and release.json.
+.PHONY: push
+PUSH_OUT ?= bin/push
+PUSH_VERSION ?= $(shell sed -n 's/^version: *//p' controller/deploy/chart/sidecar-terminator/Chart.yaml)
+
+push: ## Build the images, kubectl plugin and chart from source and push them to REGISTRY=host[:port][/path] (PUSH_VERSION: the chart's version).
+	@test -n "$(REGISTRY)" || { echo "make push: set REGISTRY=host[:port][/path], e.g. make push REGISTRY=registry.example.com/team" >&2; exit 2; }
+	$(GO) run ./hack/cmd/release -registry $(REGISTRY) -chart-repo $(REGISTRY)/charts -version $(PUSH_VERSION) -sign none -out $(PUSH_OUT) -refs

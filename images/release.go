@@ -27,3 +27,13 @@ var Release = []Spec{Controller, QuickExit, MockNode}
 
 // Platforms are the architectures of the release images (linux only).
 var Platforms = []string{"amd64", "arm64"}
+
+// KubectlPlugin is the kubectl plugin `kubectl sidecar-terminator`,
+// released as an image whose only file is the static binary (for each
+// platform in Platforms): `crane export` of it is a tar holding
+// kubectl-sidecar_terminator. No Dockerfile: nothing runs it as a container.
+var KubectlPlugin = Spec{
+	Ref: "ghcr.io/sidecar-terminator/kubectl-sidecar_terminator:dev", Dir: "kubectl-sidecar_terminator",
+	Package: "./controller/cmd/kubectl-sidecar_terminator", Path: "/kubectl-sidecar_terminator",
+	Entrypoint: []string{"/kubectl-sidecar_terminator"}, User: NonRoot,
+}

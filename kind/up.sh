@@ -26,9 +26,10 @@ K8S="${1:-${K8S_MINOR:-1.37}}"
 CLUSTER="${KIND_CLUSTER_NAME:-sidecar-terminator}"
 # OpenKruise: the version the local cluster pins (e2e/cluster KruiseVersion).
 KRUISE_VERSION="$(sed -n 's/^\s*KruiseVersion *= *"v\(.*\)"/\1/p' e2e/cluster/build.go)"
-# Online, the chart users install (OpenKruise 1.8 and 1.9 both serve the CRR
-# API the controller uses; README "Install on a cluster" names the same).
-KRUISE_CHART_VERSION="${KRUISE_CHART_VERSION:-1.8.3}"
+# Online, OpenKruise's chart of that same version (chart 1.9.1 carries
+# kruise-manager v1.9.1: openkruise/charts#182); README "Install on a
+# cluster" recommends it, the one version every suite runs.
+KRUISE_CHART_VERSION="${KRUISE_CHART_VERSION:-$KRUISE_VERSION}"
 IMAGES="${IMAGES_DIR:-bin/images}"
 KUBECONFIG_OUT="${KIND_KUBECONFIG:-bin/kind/${CLUSTER}.kubeconfig}"
 CONFIG="${KIND_CONFIG:-kind/clusters/v${K8S}.yaml}"

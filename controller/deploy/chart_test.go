@@ -2,8 +2,12 @@ package deploy
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"reflect"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -29,6 +33,7 @@ func TestHelmLint(t *testing.T) {
 		"serviceMonitor": {"--set", "metrics.serviceMonitor.enabled=true"},
 		"prometheusRule": {"--set", "metrics.prometheusRule.enabled=true"},
 		"singleReplica":  {"--set", "replicaCount=1", "--set", "leaderElection.enabled=false"},
+		"global":         {"--set", "global.imageRegistry=registry.example.com", "--set", "flowControl.enabled=true"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			out, err := exec.Command(helm, append([]string{"lint", "--strict", chart}, args...)...).CombinedOutput()
@@ -362,6 +367,14 @@ func TestFlowSchemaOptional(t *testing.T) {
 	}
 	objs := render(t, "--set", "flowControl.enabled=true")
 	fs := only(t, objs, "FlowSchema")
+	// v1, served from 1.29 by every release kubeVersion admits, whatever
+	// the capabilities helm sees: no fallback to a beta API they do not serve.
+	if fs.GetAPIVersion() != "flowcontrol.apiserver.k8s.io/v1" {
+		t.Errorf("FlowSchema is %s, want flowcontrol.apiserver.k8s.io/v1", fs.GetAPIVersion())
+	}
+	if src, err := os.ReadFile(filepath.Join(ChartDir(repoRoot(t)), "templates", "flowschema.yaml")); err != nil || strings.Contains(string(src), "v1beta") || strings.Contains(string(src), "Capabilities") {
+		t.Errorf("templates/flowschema.yaml falls back on capabilities to a beta API (%v)", err)
+	}
 	sa := only(t, objs, "ServiceAccount")
 	if level, _, _ := unstructured.NestedString(fs.Object, "spec", "priorityLevelConfiguration", "name"); level != "workload-high" {
 		t.Errorf("priority level %q, want workload-high", level)
@@ -429,54 +442,79 @@ func TestAllowlistFailsClosed(t *testing.T) {
 	}
 }
 
-// TestAdmissionPolicyWhereServed: the ServiceAccount's policy and binding
-// are rendered where the API server serves ValidatingAdmissionPolicy, name
-// the chart's own ServiceAccount and allowlist, and can be turned off.
-func TestAdmissionPolicyWhereServed(t *testing.T) {
-	const vap = "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy"
+// TestAdmissionPolicyAlwaysRendered: the ServiceAccount's policy and
+// binding are rendered whenever enabled, with or without the API server's
+// capabilities (helm template, the kustomize base), name the chart's own
+// ServiceAccount and allowlist, and can be turned off. Every release the
+// chart's kubeVersion admits serves admissionregistration.k8s.io/v1.
+func TestAdmissionPolicyAlwaysRendered(t *testing.T) {
 	kinds := func(args ...string) map[string]string {
 		out := map[string]string{}
 		for _, o := range render(t, args...) {
 			if strings.HasPrefix(o.GetKind(), "ValidatingAdmissionPolicy") {
+				if o.GetAPIVersion() != "admissionregistration.k8s.io/v1" {
+					t.Errorf("%s is %s, want admissionregistration.k8s.io/v1", o.GetKind(), o.GetAPIVersion())
+				}
 				b, _ := o.MarshalJSON()
 				out[o.GetKind()] = string(b)
 			}
 		}
 		return out
 	}
-	if got := kinds(); len(got) != 0 {
-		t.Errorf("rendered without the API served: %v", got)
-	}
-	got := kinds("--api-versions", vap, "--set", "quickExitImageAllowlist={registry.example/qe}")
+	got := kinds("--set", "quickExitImageAllowlist={registry.example/qe}")
 	if len(got) != 2 {
-		t.Fatalf("rendered %d policy objects, want 2", len(got))
+		t.Fatalf("rendered %d policy objects with no capabilities given (helm template), want 2", len(got))
 	}
 	for _, want := range []string{"system:serviceaccount:st-test:", "registry.example/qe", "kube-system", "SidecarTerminated"} {
 		if !strings.Contains(got["ValidatingAdmissionPolicy"], want) {
 			t.Errorf("policy lacks %q", want)
 		}
 	}
-	if got := kinds("--api-versions", vap, "--set", "admissionPolicy.enabled=false"); len(got) != 0 {
+	if got := kinds("--set", "admissionPolicy.enabled=false"); len(got) != 0 {
 		t.Errorf("rendered when disabled")
 	}
 }
 
-// TestMetricsOnlyFromListedPeers: the chart binds /metrics to the pod's
-// address for its Service, so its NetworkPolicy lets only the listed peers
-// reach that port; the binary alone binds it to loopback.
-func TestMetricsOnlyFromListedPeers(t *testing.T) {
-	np := only(t, render(t), "NetworkPolicy")
-	rules, _, _ := unstructuredSlice(np.Object, "spec", "ingress")
-	var metricsRule map[string]any
-	for _, r := range rules {
-		for _, p := range r.(map[string]any)["ports"].([]any) {
-			if p.(map[string]any)["port"] == "metrics" {
-				metricsRule = r.(map[string]any)
+// TestMetricsReachableByPrometheusByDefault: the chart binds /metrics to
+// the pod's address for its Service; its NetworkPolicy opens only that port
+// (beside the kubelet's health port) and, by default, to pods in any
+// namespace, so a Prometheus wherever it runs scrapes what the
+// ServiceMonitor names. networkPolicy.metricsFrom narrows it. The binary
+// alone binds /metrics to loopback.
+func TestMetricsReachableByPrometheusByDefault(t *testing.T) {
+	metricsFrom := func(args ...string) ([]any, []any) {
+		np := only(t, render(t, args...), "NetworkPolicy")
+		rules, _, _ := unstructuredSlice(np.Object, "spec", "ingress")
+		var from []any
+		found := false
+		for _, r := range rules {
+			rule := r.(map[string]any)
+			for _, p := range rule["ports"].([]any) {
+				port := p.(map[string]any)["port"]
+				if port == "metrics" {
+					found = true
+					from, _ = rule["from"].([]any)
+					if len(rule["ports"].([]any)) != 1 {
+						t.Errorf("the metrics rule opens more than the metrics port: %v", rule["ports"])
+					}
+				} else if port != "health" {
+					t.Errorf("ingress opens port %v", port)
+				}
 			}
 		}
+		if !found {
+			t.Fatalf("no ingress rule for the metrics port: %v", rules)
+		}
+		return from, rules
 	}
-	if metricsRule == nil || len(metricsRule["from"].([]any)) == 0 {
-		t.Errorf("the metrics port is open to every peer: %v", rules)
+	from, _ := metricsFrom("--set", "metrics.serviceMonitor.enabled=true")
+	anyNamespace := []any{map[string]any{"namespaceSelector": map[string]any{}}}
+	if !reflect.DeepEqual(from, anyNamespace) {
+		t.Errorf("with the ServiceMonitor on, the metrics port admits %v, want pods in any namespace %v", from, anyNamespace)
+	}
+	from, _ = metricsFrom("--set", "networkPolicy.metricsFrom[0].namespaceSelector.matchLabels.team=monitoring")
+	if len(from) != 1 || !strings.Contains(fmt.Sprint(from), "monitoring") {
+		t.Errorf("metricsFrom not applied: %v", from)
 	}
 	if got := app.DefaultOptions().MetricsBindAddress; !strings.HasPrefix(got, "127.0.0.1:") {
 		t.Errorf("the binary's default metrics address is %q, want loopback", got)
@@ -484,32 +522,62 @@ func TestMetricsOnlyFromListedPeers(t *testing.T) {
 }
 
 // The PrometheusRule is off by default; on, it carries the labels a
-// Prometheus selects rules by and the two alerts, each with the severity
-// asked for. (controller/deploy/promrules checks the rules themselves with
+// Prometheus selects rules by and the four alerts, each with the severity
+// asked for, a `for:`, a runbook_url at docs/observability.md#<alert name in
+// lower case> (under a base that can be changed), and every aggregation
+// grouped by namespace. FailedKills counts only pods given up on, never
+// sidecar_terminator_failed_kills_total (a kill a retry recovered counts
+// there). (controller/deploy/promrules checks the rules themselves with
 // Prometheus' rule parser.)
 func TestPrometheusRuleOnlyWhenAskedFor(t *testing.T) {
 	if n := count(render(t), "PrometheusRule"); n != 0 {
 		t.Errorf("%d PrometheusRules by default, want 0", n)
 	}
-	objs := render(t, "--set", "metrics.prometheusRule.enabled=true", "--set", "metrics.prometheusRule.labels.release=prom",
-		"--set", "metrics.prometheusRule.severity=page")
-	pr := only(t, objs, "PrometheusRule")
-	if pr.GetLabels()["release"] != "prom" || pr.GetNamespace() != "st-test" {
-		t.Errorf("PrometheusRule labels %v in %q, want release=prom in st-test", pr.GetLabels(), pr.GetNamespace())
-	}
-	groups, _, _ := unstructuredSlice(pr.Object, "spec", "groups")
-	var alerts []string
-	for _, g := range groups {
-		rules, _, _ := unstructuredSlice(g.(map[string]any), "rules")
-		for _, r := range rules {
-			rule := r.(map[string]any)
-			alerts = append(alerts, rule["alert"].(string))
-			if sev := rule["labels"].(map[string]any)["severity"]; sev != "page" {
-				t.Errorf("%s: severity %v, want page", rule["alert"], sev)
+	const base = "https://docs.example.com/runbooks.md"
+	for _, tc := range []struct {
+		args    []string
+		runbook string
+	}{
+		{nil, "https://github.com/sidecar-terminator/sidecar-terminator/blob/main/docs/observability.md"},
+		{[]string{"--set", "metrics.prometheusRule.runbookBaseURL=" + base}, base},
+	} {
+		objs := render(t, append([]string{"--set", "metrics.prometheusRule.enabled=true", "--set", "metrics.prometheusRule.labels.release=prom",
+			"--set", "metrics.prometheusRule.severity=page"}, tc.args...)...)
+		pr := only(t, objs, "PrometheusRule")
+		if pr.GetLabels()["release"] != "prom" || pr.GetNamespace() != "st-test" {
+			t.Errorf("PrometheusRule labels %v in %q, want release=prom in st-test", pr.GetLabels(), pr.GetNamespace())
+		}
+		groups, _, _ := unstructuredSlice(pr.Object, "spec", "groups")
+		var alerts []string
+		for _, g := range groups {
+			rules, _, _ := unstructuredSlice(g.(map[string]any), "rules")
+			for _, r := range rules {
+				rule := r.(map[string]any)
+				name := rule["alert"].(string)
+				alerts = append(alerts, name)
+				if sev := rule["labels"].(map[string]any)["severity"]; sev != "page" {
+					t.Errorf("%s: severity %v, want page", name, sev)
+				}
+				if rule["for"] == nil || rule["for"] == "" {
+					t.Errorf("%s has no for:", name)
+				}
+				if got, want := rule["annotations"].(map[string]any)["runbook_url"], tc.runbook+"#"+strings.ToLower(name); got != want {
+					t.Errorf("%s: runbook_url %v, want %s", name, got, want)
+				}
+				expr := rule["expr"].(string)
+				for _, agg := range regexp.MustCompile(`\b(sum|max|min|avg|count)\b\s*(by\s*\([^)]*\))?`).FindAllStringSubmatch(expr, -1) {
+					if agg[2] != "by (namespace)" {
+						t.Errorf("%s aggregates with %q, want by (namespace): %s", name, agg[0], expr)
+					}
+				}
+				if strings.Contains(expr, "failed_kills") {
+					t.Errorf("%s alerts on failed kills a retry may recover: %s", name, expr)
+				}
 			}
 		}
-	}
-	if want := []string{"SidecarTerminatorFailedKills", "SidecarTerminatorSidecarsOutliveMains"}; !reflect.DeepEqual(alerts, want) {
-		t.Errorf("alerts %v, want %v", alerts, want)
+		want := []string{"SidecarTerminatorFailedKills", "SidecarTerminatorSidecarsOutliveMains", "SidecarTerminatorDown", "SidecarTerminatorNoLeader"}
+		if !reflect.DeepEqual(alerts, want) {
+			t.Errorf("alerts %v, want %v", alerts, want)
+		}
 	}
 }

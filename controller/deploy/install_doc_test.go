@@ -4,11 +4,10 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strings"
 	"testing"
 
-	"sigs.k8s.io/yaml"
+	"github.com/sidecar-terminator/sidecar-terminator/controller/kube"
 )
 
 // documentedWhole are values documented as one row, not key by key: they
@@ -29,32 +28,82 @@ func leafKeys(prefix string, m map[string]any, out *[]string) {
 	}
 }
 
-// INSTALL.md's values table lists every value of the chart, and nothing
-// the chart does not have.
-func TestInstallDocListsEveryValue(t *testing.T) {
-	root := repoRoot(t)
-	raw, err := os.ReadFile(filepath.Join(ChartDir(root), "values.yaml"))
+func installDoc(t *testing.T) string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(repoRoot(t), "controller", "deploy", "INSTALL.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var values map[string]any
-	if err := yaml.Unmarshal(raw, &values); err != nil {
-		t.Fatal(err)
-	}
-	var want []string
-	leafKeys("", values, &want)
-	sort.Strings(want)
+	return string(raw)
+}
 
-	doc, err := os.ReadFile(filepath.Join(root, "controller", "deploy", "INSTALL.md"))
-	if err != nil {
-		t.Fatal(err)
+// INSTALL.md's permissions table is what the code calls and the chart
+// grants (kube.Permissions, which TestRBACEqualsWhatTheCodeNeeds holds the
+// chart to): every resource with exactly its verbs.
+func TestInstallDocListsThePermissionsGranted(t *testing.T) {
+	doc := installDoc(t)
+	rows := map[string]string{}
+	for _, m := range regexp.MustCompile("(?m)^\\| (core|`[a-z0-9.]+`) \\| `([a-z/]+)`[^|]* \\| ([a-z, ]+) \\|").FindAllStringSubmatch(doc, -1) {
+		group := strings.Trim(m[1], "`")
+		if group == "core" {
+			group = ""
+		}
+		rows[group+"/"+m[2]] = m[3]
 	}
-	var got []string
-	for _, m := range regexp.MustCompile("(?m)^\\| `([A-Za-z.]+)` \\|").FindAllStringSubmatch(string(doc), -1) {
-		got = append(got, m[1])
+	for _, p := range kube.Permissions {
+		key := p.Group + "/" + p.Resource
+		if got, want := rows[key], strings.Join(p.Verbs, ", "); got != want {
+			t.Errorf("INSTALL.md lists %s with verbs %q, the chart grants %q", key, got, want)
+		}
+		delete(rows, key)
 	}
-	sort.Strings(got)
-	if strings.Join(got, " ") != strings.Join(want, " ") {
-		t.Errorf("INSTALL.md values table\n %v\nvalues.yaml\n %v", got, want)
+	for k := range rows {
+		t.Errorf("INSTALL.md lists %s, which the controller is not granted", k)
 	}
+}
+
+// Upgrade and rollback as they work: --reset-then-reuse-values (never
+// --reuse-values, which keeps the old chart's defaults), helm rollback,
+// what happens to running Jobs, and the PDB's real role.
+func TestInstallDocUpgradeAndRollback(t *testing.T) {
+	doc := installDoc(t)
+	for _, want := range []string{"--reset-then-reuse-values", "helm rollback sidecar-terminator", "level-triggered", "voluntary evictions", "helm test sidecar-terminator"} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("INSTALL.md lacks %q", want)
+		}
+	}
+	if regexp.MustCompile(`helm upgrade[^\n]*(\\\n[^\n]*)*--reuse-values`).MatchString(doc) {
+		t.Error("INSTALL.md upgrades with --reuse-values")
+	}
+}
+
+// Every relative link of INSTALL.md names a file of the repository (and a
+// heading of it, where it names one).
+func TestInstallDocLinksResolve(t *testing.T) {
+	root := repoRoot(t)
+	dir := filepath.Join(root, "controller", "deploy")
+	for _, m := range regexp.MustCompile(`\]\(([^)#:]+)(#[^)]*)?\)`).FindAllStringSubmatch(installDoc(t), -1) {
+		target := filepath.Join(dir, m[1])
+		raw, err := os.ReadFile(target)
+		if err != nil {
+			t.Errorf("link %s: %v", m[0], err)
+			continue
+		}
+		if anchor := strings.TrimPrefix(m[2], "#"); anchor != "" && !hasHeading(string(raw), anchor) {
+			t.Errorf("link %s: %s has no heading #%s", m[0], m[1], anchor)
+		}
+	}
+}
+
+// hasHeading reports whether markdown has a heading whose GitHub anchor is
+// anchor.
+func hasHeading(markdown, anchor string) bool {
+	for _, m := range regexp.MustCompile(`(?m)^#+ (.*)$`).FindAllStringSubmatch(markdown, -1) {
+		a := strings.ToLower(strings.TrimSpace(m[1]))
+		a = regexp.MustCompile(`[^a-z0-9 _-]`).ReplaceAllString(a, "")
+		if strings.ReplaceAll(a, " ", "-") == anchor {
+			return true
+		}
+	}
+	return false
 }

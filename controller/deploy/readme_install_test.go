@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -88,18 +89,49 @@ func hasValue(values map[string]any, key string) bool {
 	return true
 }
 
-// placeholders the README shows for what each operator fills in; rendered
-// with a value of the right form.
-var placeholders = strings.NewReplacer("<digest>", strings.Repeat("ab", 32))
+// installBlock is the README's install block: "## Install on a cluster" up
+// to its first subsection.
+func installBlock(t *testing.T, root string) string {
+	t.Helper()
+	section := readmeSection(t, root, "## Install on a cluster")
+	if i := strings.Index(section, "\n### "); i >= 0 {
+		section = section[:i]
+	}
+	return section
+}
 
-// The README's "Install on a cluster" section, as written: each helm
-// install names this chart, the values it sets exist and the chart renders
-// with them (helm template, no cluster); kubectl apply -k names the
-// kustomize base; OpenKruise is installed at the chart version and with
-// the feature gates the kind install uses, its own SidecarTerminator off.
+// kruiseVersion is the OpenKruise the local cluster and the suites run
+// (e2e/cluster.KruiseVersion), without its v.
+func kruiseVersion(t *testing.T, root string) string {
+	t.Helper()
+	src, err := os.ReadFile(filepath.Join(root, "e2e", "cluster", "build.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`KruiseVersion\s*=\s*"v([0-9.]+)"`).FindSubmatch(src)
+	if m == nil {
+		t.Fatal("e2e/cluster/build.go no longer pins KruiseVersion as this test reads it")
+	}
+	return string(m[1])
+}
+
+// The README's install block, as written: `make push REGISTRY=...`, then
+// the helm install of the chart make push pushes (REGISTRY/charts, at the
+// version make push gives it by default: the chart's), `helm test` of that
+// release, and OpenKruise at the version the suites run, its own
+// SidecarTerminator off, with the feature gates kind/up.sh sets; kind/up.sh
+// asks for the same version. Each --set the prose shows names values the
+// chart has and renders. The block has no dates or commit hashes and fits
+// in 45 lines.
 func TestReadmeInstallCommandsMatchTheChart(t *testing.T) {
 	root := repoRoot(t)
-	section := readmeSection(t, root, "## Install on a cluster")
+	block := installBlock(t, root)
+	if n := strings.Count("## Install on a cluster"+block, "\n"); n > 45 {
+		t.Errorf("the install block has %d lines, want at most 45", n)
+	}
+	if m := regexp.MustCompile(`\b20[0-9]{2}-[0-9]{2}(-[0-9]{2})?\b|\b[0-9a-f]{7,40}\b`).FindString(block); m != "" {
+		t.Errorf("the install block carries a date or a commit hash: %q", m)
+	}
 	raw, err := os.ReadFile(filepath.Join(ChartDir(root), "values.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -112,80 +144,101 @@ func TestReadmeInstallCommandsMatchTheChart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kindKruise := regexp.MustCompile(`KRUISE_CHART_VERSION:-([0-9.]+)`).FindSubmatch(upSh)
 	kindGates := regexp.MustCompile(`--set '(featureGates=[^']*)'`).FindSubmatch(upSh)
-	if kindKruise == nil || kindGates == nil {
-		t.Fatal("kind/up.sh no longer names OpenKruise's chart version and feature gates as this test reads them")
+	if kindGates == nil || !strings.Contains(string(upSh), `KRUISE_CHART_VERSION="${KRUISE_CHART_VERSION:-$KRUISE_VERSION}"`) {
+		t.Fatal("kind/up.sh no longer asks for OpenKruise's chart at the pinned KruiseVersion with feature gates as this test reads them")
 	}
+	kruise := kruiseVersion(t, root)
+	if !strings.Contains(block, "OpenKruise v"+kruise) {
+		t.Errorf("the install block does not recommend OpenKruise v%s, the version the suites run", kruise)
+	}
+	if n := len(regexp.MustCompile(`OpenKruise v?[0-9]+\.[0-9]+`).FindAllString(block, -1)); n != 1 {
+		t.Errorf("the install block names an OpenKruise version %d times, want once", n)
+	}
+	chart := readChartVersion(t, root)
 
-	// --set examples given in the prose, outside the sh blocks.
-	var prose [][]string
-	for _, m := range regexp.MustCompile("`(--set '[^`]*')`").FindAllStringSubmatch(section, -1) {
-		prose = append(prose, shellWords(m[1]))
-	}
-	ours, kustomize, kruise := 0, 0, 0
-	for _, cmd := range readme.ShellCommands(section) {
-		words := shellWords(placeholders.Replace(cmd))
+	var registry string
+	pushes, installs, tests, kruises := 0, 0, 0, 0
+	for _, cmd := range readme.ShellCommands(block) {
+		words := shellWords(cmd)
 		switch {
-		case len(words) >= 4 && words[0] == "helm" && words[1] == "install" && words[3] == "kruise":
-			kruise++
-			if v := flagValues(words, "--version"); len(v) != 1 || v[0] != string(kindKruise[1]) {
-				t.Errorf("%q: OpenKruise chart version %v, kind/up.sh installs %s", cmd, v, kindKruise[1])
+		case len(words) == 3 && words[0] == "make" && words[1] == "push" && strings.HasPrefix(words[2], "REGISTRY="):
+			pushes++
+			registry = strings.TrimPrefix(words[2], "REGISTRY=")
+		case len(words) >= 4 && words[0] == "helm" && words[1] == "install" && words[2] == "kruise":
+			kruises++
+			if v := flagValues(words, "--version"); len(v) != 1 || v[0] != kruise {
+				t.Errorf("%q: OpenKruise chart version %v, the suites run %s", cmd, v, kruise)
 			}
 			if s := flagValues(words, "--set"); len(s) != 1 || s[0] != strings.ReplaceAll(string(kindGates[1]), `\,`, ",") && s[0] != string(kindGates[1]) {
 				t.Errorf("%q: --set %v, kind/up.sh sets %s", cmd, s, kindGates[1])
 			} else if !strings.Contains(s[0], "SidecarTerminator=false") {
 				t.Errorf("%q: OpenKruise's own SidecarTerminator is not turned off", cmd)
 			}
-		case len(words) >= 4 && words[0] == "helm" && words[1] == "install":
-			ours++
-			if filepath.Join(root, words[3]) != ChartDir(root) {
-				t.Errorf("%q installs %s, not the chart at %s", cmd, words[3], ChartDir(root))
+		case len(words) >= 4 && words[0] == "helm" && words[1] == "install" && words[2] == ReleaseName:
+			installs++
+			if want := "oci://" + registry + "/charts/" + ReleaseName; registry == "" || words[3] != want {
+				t.Errorf("%q installs %s, not the chart `make push REGISTRY=%s` pushes (%s)", cmd, words[3], registry, want)
 			}
-			ns := flagValues(words, "--namespace")
-			if len(ns) != 1 {
-				t.Errorf("%q: no single --namespace", cmd)
-				continue
+			if v := flagValues(words, "--version"); len(v) != 1 || v[0] != chart {
+				t.Errorf("%q: --version %v, make push pushes the chart's version %s", cmd, v, chart)
 			}
-			sets := [][]string{flagValues(words, "--set")}
-			if len(sets[0]) == 0 {
-				// The plain install, also with each --set the prose shows.
-				for _, p := range prose {
-					sets = append(sets, flagValues(p, "--set"))
-				}
+			if ns := flagValues(words, "--namespace"); len(ns) != 1 || ns[0] != Namespace || !slices.Contains(words, "--create-namespace") {
+				t.Errorf("%q: want --namespace %s --create-namespace", cmd, Namespace)
 			}
-			for _, set := range sets {
-				var args []string
-				for _, s := range set {
-					key, _, _ := strings.Cut(s, "=")
-					if !hasValue(values, key) {
-						t.Errorf("%q: --set %s: the chart has no value %q", cmd, s, key)
-					}
-					args = append(args, "--set", s)
-				}
-				objs, err := Template(context.Background(), helmBinary(t), ChartDir(root), ns[0], args...)
-				if err != nil {
-					t.Errorf("%q with %v: the chart does not render: %v", cmd, args, err)
-					continue
-				}
-				only(t, objs, "Deployment")
-			}
-		case len(words) == 4 && words[0] == "kubectl" && words[1] == "apply" && words[2] == "-k":
-			kustomize++
-			if filepath.Join(root, words[3]) != BaseDir(root) {
-				t.Errorf("%q: not the kustomize base %s", cmd, BaseDir(root))
-			}
-			if _, err := os.Stat(filepath.Join(root, words[3], "kustomization.yaml")); err != nil {
-				t.Errorf("%q: %v", cmd, err)
+		case len(words) >= 3 && words[0] == "helm" && words[1] == "test" && words[2] == ReleaseName:
+			tests++
+			if ns := flagValues(words, "--namespace"); len(ns) != 1 || ns[0] != Namespace {
+				t.Errorf("%q: want --namespace %s", cmd, Namespace)
 			}
 		default:
-			t.Errorf("the install section runs %q, which this test does not check: add it here", cmd)
+			t.Errorf("the install block runs %q, which this test does not check: add it here", cmd)
 		}
 	}
-	if ours < 2 || kustomize != 1 || kruise != 1 || len(prose) == 0 {
-		t.Errorf("found %d installs of the chart, %d kustomize applies, %d OpenKruise installs and %d prose --set examples: the section changed shape",
-			ours, kustomize, kruise, len(prose))
+	if pushes != 1 || installs != 1 || tests != 1 || kruises != 1 {
+		t.Errorf("found %d make push, %d chart installs, %d helm tests and %d OpenKruise installs: the block changed shape", pushes, installs, tests, kruises)
 	}
+	// The allowlist the block shows as the default is the quick-exit
+	// repository make push pushes.
+	if want := registry + "/sidecar-terminator/quick-exit"; !strings.Contains(block, "`"+want+"`") {
+		t.Errorf("the block does not name %s as the default allowed quick-exit image", want)
+	}
+	// --set examples given in the prose.
+	prose := regexp.MustCompile("`(--set '[^`]*')`|`(--set [^`' ]*)`").FindAllStringSubmatch(block, -1)
+	if len(prose) == 0 {
+		t.Error("no --set examples in the prose: the block changed shape")
+	}
+	for _, m := range prose {
+		set := flagValues(shellWords(m[1]+m[2]), "--set")
+		var args []string
+		for _, s := range set {
+			key, _, _ := strings.Cut(s, "=")
+			if !hasValue(values, key) {
+				t.Errorf("--set %s: the chart has no value %q", s, key)
+			}
+			args = append(args, "--set", strings.NewReplacer("MIRROR", "mirror.example.com").Replace(s))
+		}
+		objs, err := Template(context.Background(), helmBinary(t), ChartDir(root), Namespace, args...)
+		if err != nil {
+			t.Errorf("%v: the chart does not render: %v", args, err)
+			continue
+		}
+		only(t, objs, "Deployment")
+	}
+}
+
+// readChartVersion is the chart's version in Chart.yaml.
+func readChartVersion(t *testing.T, root string) string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(ChartDir(root), "Chart.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m struct{ Version string }
+	if err := yaml.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m.Version
 }
 
 // makefileTargets reads the targets `make help` lists (a "## " comment on

@@ -100,14 +100,14 @@ func TestChartOnLocalCluster(t *testing.T) {
 	}
 	logf("controller and mock-node images built and imported: %s", time.Since(t0).Round(time.Millisecond))
 
-	// The README's install command, as written (helm on PATH, the chart's
-	// defaults), then one Job through it on the real node.
+	// INSTALL.md's local-cluster install command, as written (helm on PATH,
+	// the chart's defaults), then one Job through it on the real node.
 	t1 := time.Now()
-	cmdline, out, err := runReadmeInstall(ctx, t, root, e.helm, c.Kubeconfig)
+	cmdline, out, err := runLocalInstall(ctx, t, root, e.helm, c.Kubeconfig)
 	if err != nil {
-		t.Fatalf("README install `%s`: %v\n%s", cmdline, err, out)
+		t.Fatalf("INSTALL.md install `%s`: %v\n%s", cmdline, err, out)
 	}
-	logf("README install `%s`: %s\n%s", cmdline, time.Since(t1).Round(time.Millisecond), out)
+	logf("INSTALL.md install `%s`: %s\n%s", cmdline, time.Since(t1).Round(time.Millisecond), out)
 	cs, err := kubernetes.NewForConfig(c.RestConfig)
 	if err != nil {
 		t.Fatal(err)
@@ -118,7 +118,7 @@ func TestChartOnLocalCluster(t *testing.T) {
 			return c.Type == "Available" && c.Status == corev1.ConditionTrue
 		}), nil
 	}); err != nil {
-		t.Fatalf("Deployment not Available 3 minutes after the README's install: %v", err)
+		t.Fatalf("Deployment not Available 3 minutes after INSTALL.md's install: %v", err)
 	}
 	pods, err := cs.CoreV1().Pods(deploy.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=sidecar-terminator"})
 	if err != nil || len(pods.Items) != 2 {
@@ -192,29 +192,31 @@ func runInstallScript(ctx context.Context, root, kubeconfig string) ([]byte, err
 }
 
 // checkNotes runs, verbatim, every command the chart's NOTES (as helm
-// printed them after the README's install) give a user: `kubectl rollout
-// status`, the binary's `sidecar-terminator explain` and `kubectl exec
+// printed them after the install) give a user: `kubectl rollout status`,
+// the plugin's `kubectl sidecar-terminator explain` and `kubectl exec
 // deploy/... -- /sidecar-terminator explain`, with NAMESPACE and POD filled
 // in for the finished pod. On PATH: the kubectl of the cluster's own
-// Kubernetes build and the controller binary. Each explain must name the pod
-// and show the controller's event; the binary's must also read the release's
-// settings from its Deployment, the in-container one runs under the
-// controller's own ServiceAccount and flags.
+// Kubernetes build and the kubectl plugin, built from the checkout. Each
+// explain must name the pod and show the controller's event; the plugin's
+// must also read the release's settings from its Deployment, the
+// in-container one runs under the controller's own ServiceAccount and flags.
 func checkNotes(ctx context.Context, t *testing.T, root, kubeconfig string, installOut []byte, pod *corev1.Pod) {
 	t.Helper()
 	cmds := notesCommands(string(installOut))
-	if len(cmds) != 3 {
-		t.Fatalf("the NOTES printed by helm give %d commands, want 3 (rollout status, explain, exec explain): %q\n%s", len(cmds), cmds, installOut)
+	if len(cmds) != 3 || !slices.ContainsFunc(cmds, func(c string) bool { return strings.HasPrefix(c, "kubectl sidecar-terminator explain ") }) {
+		t.Fatalf("the NOTES printed by helm give %q, want 3 commands (rollout status, the plugin's explain, exec explain)\n%s", cmds, installOut)
 	}
-	ctl, err := cluster.BuildController(ctx, root)
-	if err != nil {
-		t.Fatal(err)
+	plugin := filepath.Join(t.TempDir(), "kubectl-sidecar_terminator")
+	build := exec.CommandContext(ctx, "go", "build", "-o", plugin, "./controller/cmd/kubectl-sidecar_terminator")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the kubectl plugin: %v\n%s", err, out)
 	}
 	kb, err := cluster.KubernetesBinaries(ctx, cluster.Kubectl)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tools := map[string]string{"kubectl": kb[cluster.Kubectl], "sidecar-terminator": ctl}
+	tools := map[string]string{"kubectl": kb[cluster.Kubectl], "kubectl-sidecar_terminator": plugin}
 	for _, c := range cmds {
 		c = strings.ReplaceAll(c, "NAMESPACE POD", pod.Namespace+" "+pod.Name)
 		out, err := asReader(ctx, t, root, kubeconfig, tools, c)
@@ -227,9 +229,9 @@ func checkNotes(ctx context.Context, t *testing.T, root, kubeconfig string, inst
 		switch {
 		case strings.Contains(c, "rollout status"):
 			want = []string{"successfully rolled out"}
-		case strings.HasPrefix(c, "kubectl"):
+		case strings.Contains(c, " exec deploy/"):
 			want = []string{pod.Name, "from the controller process in this container", "Events from sidecar-terminator", "SidecarTerminating"}
-		default:
+		default: // kubectl sidecar-terminator explain: the plugin
 			want = []string{pod.Name, "from Deployment " + deploy.Namespace + "/" + deploy.ReleaseName, "Events from sidecar-terminator", "SidecarTerminating"}
 		}
 		for _, w := range want {

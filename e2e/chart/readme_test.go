@@ -14,31 +14,33 @@ import (
 	"github.com/sidecar-terminator/sidecar-terminator/hack/readme"
 )
 
-// readmeInstallCommand returns the README's command that installs the
-// controller with the chart's defaults: the first `helm install
-// sidecar-terminator` of "Install on a cluster", continuation lines joined,
-// exactly as a reader copies it.
-func readmeInstallCommand(t *testing.T, root string) string {
+// localInstallCommand returns the command INSTALL.md gives for this
+// project's local cluster (`make cluster-up CLUSTER_UP_FLAGS=--chart-images`
+// imports the controller under the chart's default tag): the `helm install
+// sidecar-terminator` of the chart in the checkout, continuation lines
+// joined, exactly as a reader copies it. (The README's own install, from a
+// registry `make push` filled, runs in e2e/release.)
+func localInstallCommand(t *testing.T, root string) string {
 	t.Helper()
-	section, err := readme.Section(root, "## Install on a cluster")
+	doc, err := os.ReadFile(filepath.Join(root, "controller", "deploy", "INSTALL.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, line := range readme.ShellCommands(section) {
-		if strings.HasPrefix(line, "helm install sidecar-terminator ") {
+	for _, line := range readme.ShellCommands(string(doc)) {
+		if strings.HasPrefix(line, "helm install sidecar-terminator controller/deploy/chart/sidecar-terminator ") {
 			return line
 		}
 	}
-	t.Fatal("no `helm install sidecar-terminator` command in the README's install section")
+	t.Fatal("INSTALL.md gives no `helm install sidecar-terminator` of the chart in the checkout")
 	return ""
 }
 
-// runReadmeInstall runs the README's install command with bash in the
-// repository root, as a reader would, with the pinned helm first on PATH
-// under the name the README uses.
-func runReadmeInstall(ctx context.Context, t *testing.T, root, helm, kubeconfig string) (string, []byte, error) {
+// runLocalInstall runs INSTALL.md's local-cluster install command with bash
+// in the repository root, as a reader would, with the pinned helm first on
+// PATH under the name the command uses.
+func runLocalInstall(ctx context.Context, t *testing.T, root, helm, kubeconfig string) (string, []byte, error) {
 	t.Helper()
-	cmdline := readmeInstallCommand(t, root)
+	cmdline := localInstallCommand(t, root)
 	out, err := asReader(ctx, t, root, kubeconfig, map[string]string{"helm": helm}, cmdline)
 	return cmdline, out, err
 }
@@ -59,12 +61,12 @@ func asReader(ctx context.Context, t *testing.T, dir, kubeconfig string, tools m
 	return cmd.CombinedOutput()
 }
 
-func TestReadmeInstallCommandIsFound(t *testing.T) {
+func TestLocalInstallCommandIsFound(t *testing.T) {
 	e := newTestEnv(t, time.Minute)
-	cmd := readmeInstallCommand(t, e.root)
+	cmd := localInstallCommand(t, e.root)
 	for _, want := range []string{"controller/deploy/chart/sidecar-terminator", "--namespace " + deploy.Namespace, "--create-namespace"} {
 		if !strings.Contains(cmd, want) {
-			t.Errorf("README install command %q lacks %q", cmd, want)
+			t.Errorf("INSTALL.md's local install command %q lacks %q", cmd, want)
 		}
 	}
 }

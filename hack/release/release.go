@@ -11,9 +11,12 @@
 //     and its SBOMs attached to the index as signed in-toto attestations,
 //     by cosign: keyless (Fulcio and Rekor, with the workflow's OIDC token)
 //     or with a key (a key made for the run; nothing leaves the machine);
-//  4. the Helm chart, its version and appVersion set to the release's and
-//     its controller image pinned to the digest just pushed, packaged and
-//     pushed as an OCI artifact.
+//  4. the Helm chart, its version and appVersion set to the release's, its
+//     controller, quick-exit and test images pinned to the repositories and
+//     digests just pushed, packaged and pushed as an OCI artifact.
+//
+// With Sign == None (`make push`: a build from source into one's own
+// registry) steps 2 and 3 are skipped and no key is needed.
 //
 // Verify checks a published release from the registry alone.
 package release
@@ -39,9 +42,12 @@ import (
 	"github.com/sidecar-terminator/sidecar-terminator/images/oci"
 )
 
-// Shipped are the images a release pushes. The mock node is a test double
-// for the kind suites and is never released.
-var Shipped = []images.Spec{images.Controller, images.QuickExit}
+// Shipped are the images a release pushes, the controller first: the
+// controller, the quick-exit image, the workload image the chart's `helm
+// test` Job runs, and the kubectl plugin (an image whose only file is the
+// binary). The mock node is a test double for the kind suites and is never
+// released.
+var Shipped = []images.Spec{images.Controller, images.QuickExit, images.Workload, images.KubectlPlugin}
 
 // Signing modes.
 const (
@@ -51,13 +57,16 @@ const (
 	// Key: a cosign key pair (made when Options.Key does not exist yet);
 	// no transparency log, nothing sent anywhere but the registry.
 	Key = "key"
+	// None: no SBOMs, no signatures (`make push`).
+	None = "none"
 )
 
 // Options of a release.
 type Options struct {
-	// Registry is the host[:port] the images go to; each keeps the path of
-	// its reference in package images (sidecar-terminator/controller),
-	// which is the chart's default repository's path.
+	// Registry is the host[:port], with an optional path, the images go
+	// to; each keeps the path of its reference in package images
+	// (REGISTRY/sidecar-terminator/controller), which is the chart's
+	// default repository's path.
 	Registry string
 	// ChartRepo is the OCI repository the chart goes to, without oci://
 	// (127.0.0.1:5000/charts: the chart is then
@@ -66,7 +75,7 @@ type Options struct {
 	// Version of the release (semver, no leading v): the images' tag, the
 	// chart's version and appVersion.
 	Version string
-	// Sign is Keyless or Key.
+	// Sign is Keyless, Key or None.
 	Sign string
 	// Key is the cosign private key for Sign == Key (its public key beside
 	// it, KEY.pub with the .key suffix dropped: cosign.key, cosign.pub).
@@ -117,9 +126,14 @@ type Result struct {
 // tools are the binaries a release runs, built from hack/tools.
 type tools struct{ crane, cosign, syft, helm string }
 
-func loadTools(ctx context.Context) (tools, error) {
+// loadTools builds crane and helm, and with signing cosign and syft.
+func loadTools(ctx context.Context, signing bool) (tools, error) {
 	var t tools
-	for name, dst := range map[string]*string{"crane": &t.crane, "cosign": &t.cosign, "syft": &t.syft, "helm": &t.helm} {
+	want := map[string]*string{"crane": &t.crane, "helm": &t.helm}
+	if signing {
+		want["cosign"], want["syft"] = &t.cosign, &t.syft
+	}
+	for name, dst := range want {
 		p, err := toolbin.Path(ctx, name)
 		if err != nil {
 			return t, fmt.Errorf("build %s: %w", name, err)
@@ -143,14 +157,14 @@ var semver = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?(\+[0-
 
 func (o *Options) check() error {
 	switch {
-	case o.Registry == "" || strings.Contains(o.Registry, "/"):
-		return fmt.Errorf("registry %q: want host[:port]", o.Registry)
+	case o.Registry == "" || strings.Contains(o.Registry, "://") || strings.HasSuffix(o.Registry, "/") || strings.HasPrefix(o.Registry, "/"):
+		return fmt.Errorf("registry %q: want host[:port][/path], without a scheme", o.Registry)
 	case o.ChartRepo == "" || strings.Contains(o.ChartRepo, "://"):
 		return fmt.Errorf("chart repository %q: want host[:port]/path, without oci://", o.ChartRepo)
 	case !semver.MatchString(o.Version):
 		return fmt.Errorf("version %q: want semver without a leading v", o.Version)
-	case o.Sign != Keyless && o.Sign != Key:
-		return fmt.Errorf("signing mode %q: want %s or %s", o.Sign, Keyless, Key)
+	case o.Sign != Keyless && o.Sign != Key && o.Sign != None:
+		return fmt.Errorf("signing mode %q: want %s, %s or %s", o.Sign, Keyless, Key, None)
 	case o.Sign == Key && o.Key == "":
 		return errors.New("signing with a key needs the key's path")
 	case o.Out == "" || o.Root == "":
@@ -170,7 +184,7 @@ func Publish(ctx context.Context, o Options) (*Result, error) {
 	if err := o.check(); err != nil {
 		return nil, err
 	}
-	t, err := loadTools(ctx)
+	t, err := loadTools(ctx, o.Sign != None)
 	if err != nil {
 		return nil, err
 	}
@@ -200,11 +214,14 @@ func Publish(ctx context.Context, o Options) (*Result, error) {
 		res.Images = append(res.Images, img)
 	}
 	for i := range res.Images {
+		if o.Sign == None {
+			break
+		}
 		if err := sbomSignAttest(ctx, t, o, &res.Images[i]); err != nil {
 			return nil, err
 		}
 	}
-	if res.Chart, res.ChartDigest, err = pushChart(ctx, t, o, res.Images[0]); err != nil {
+	if res.Chart, res.ChartDigest, err = pushChart(ctx, t, o, res.Images); err != nil {
 		return nil, err
 	}
 	data, err := json.MarshalIndent(res, "", "  ")
@@ -213,6 +230,21 @@ func Publish(ctx context.Context, o Options) (*Result, error) {
 	}
 	return res, os.WriteFile(filepath.Join(o.Out, "release.json"), append(data, '\n'), 0o644)
 }
+
+// Refs are the pushed references, one a line: each image by tag and
+// digest, then the chart (as `helm install` names it, with its version)
+// and its digest.
+func Refs(r *Result) string {
+	var b strings.Builder
+	for _, img := range r.Images {
+		fmt.Fprintf(&b, "%-27s %s:%s@%s\n", img.Name, img.Repository, img.Tag, img.Digest)
+	}
+	fmt.Fprintf(&b, "%-27s %s --version %s (%s)\n", "chart", r.Chart, r.Version, r.ChartDigest)
+	return b.String()
+}
+
+// ImageNamed returns the pushed image built from spec.
+func (r *Result) ImageNamed(spec images.Spec) (Image, bool) { return imageNamed(r.Images, spec) }
 
 // ensureKey makes a cosign key pair at o.Key when it is missing and returns
 // the public key's path.

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"sigs.k8s.io/yaml"
+
 	"github.com/sidecar-terminator/sidecar-terminator/controller/deploy"
 	"github.com/sidecar-terminator/sidecar-terminator/hack/repo"
 	"github.com/sidecar-terminator/sidecar-terminator/images"
@@ -25,9 +27,11 @@ func TestRepositoryPathDropsHostAndTag(t *testing.T) {
 	}
 }
 
-// The released chart's values name the controller by the pushed digest;
-// the rest of values.yaml is untouched.
-func TestPinDigestSetsOnlyTheImageDigest(t *testing.T) {
+// The pushed chart's values run what was pushed: the controller, the
+// `helm test` images and the quick-exit allowlist's default entry name the
+// pushed repositories (a registry with a path, as `make push` allows) and
+// digests; the rest of values.yaml is untouched.
+func TestPinImagesPointsTheChartAtThePushedImages(t *testing.T) {
 	root, err := repo.Root()
 	if err != nil {
 		t.Fatal(err)
@@ -40,17 +44,57 @@ func TestPinDigestSetsOnlyTheImageDigest(t *testing.T) {
 	if err := os.WriteFile(p, orig, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	const d = "sha256:abababababababababababababababababababababababababababababababab"
-	if err := pinDigest(p, d); err != nil {
+	const reg = "registry.example.com/team"
+	digest := func(c string) string { return "sha256:" + strings.Repeat(c, 64) }
+	pushed := []Image{
+		{Name: images.Controller.Dir, Repository: reg + "/sidecar-terminator/controller", Digest: digest("a")},
+		{Name: images.QuickExit.Dir, Repository: reg + "/sidecar-terminator/quick-exit", Digest: digest("b")},
+		{Name: images.Workload.Dir, Repository: reg + "/sidecar-terminator/workload", Digest: digest("c")},
+	}
+	if err := pinImages(p, pushed); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := os.ReadFile(p)
-	want := strings.Replace(string(orig), "  digest: \"\"\n", "  digest: \""+d+"\"\n", 1)
-	if string(got) != want || !strings.Contains(string(got), d) {
-		t.Errorf("pinned values differ from the original beyond image.digest:\n%s", got)
+	var values struct {
+		Image struct{ Repository, Digest string }
+		Allow []string `json:"quickExitImageAllowlist"`
+		Tests struct {
+			Image          struct{ Repository, Digest string }
+			QuickExitImage struct{ Repository, Digest string } `json:"quickExitImage"`
+		}
 	}
-	if err := pinDigest(p, d); err == nil {
-		t.Error("a second pin found an empty digest again")
+	if err := yaml.Unmarshal(got, &values); err != nil {
+		t.Fatal(err)
+	}
+	for what, pair := range map[string][2]string{
+		"image":                      {values.Image.Repository + "@" + values.Image.Digest, pushed[0].Ref()},
+		"tests.image":                {values.Tests.Image.Repository + "@" + values.Tests.Image.Digest, pushed[2].Ref()},
+		"tests.quickExitImage":       {values.Tests.QuickExitImage.Repository + "@" + values.Tests.QuickExitImage.Digest, pushed[1].Ref()},
+		"quickExitImageAllowlist[0]": {strings.Join(values.Allow, ","), pushed[1].Repository},
+	} {
+		if pair[0] != pair[1] {
+			t.Errorf("%s = %s, want %s", what, pair[0], pair[1])
+		}
+	}
+	// Only those lines changed.
+	a, b := strings.Split(string(orig), "\n"), strings.Split(string(got), "\n")
+	if len(a) != len(b) {
+		t.Fatalf("pinning changed the number of lines: %d to %d", len(a), len(b))
+	}
+	changed := 0
+	for i := range a {
+		if a[i] != b[i] {
+			changed++
+			if !strings.Contains(b[i], reg) && !strings.Contains(b[i], "sha256:") {
+				t.Errorf("line %d changed beyond the images: %q to %q", i+1, a[i], b[i])
+			}
+		}
+	}
+	if changed != 7 {
+		t.Errorf("%d lines changed, want 7 (3 repositories, 3 digests, 1 allowlist entry)", changed)
+	}
+	if err := pinImages(p, pushed); err == nil {
+		t.Error("a second pin found the project's default repositories again")
 	}
 }
 

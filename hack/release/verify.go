@@ -34,7 +34,7 @@ func Verify(ctx context.Context, o Options, pub string, want *Result) (*Report, 
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
-	t, err := loadTools(ctx)
+	t, err := loadTools(ctx, true)
 	if err != nil {
 		return nil, err
 	}
