@@ -31,7 +31,7 @@ import (
 //   - a seen CRR: seeCRR, madeCRR, liveCRRSeen, and the reads hasCRRs,
 //     knowsCRR, crr, refusedEarlierStages, deletedEarlierStages;
 //   - the record of a decision: firstWarning, firstFailedKill, swapped,
-//     attemptsRecorded/recordedAttempts, waiting/waitingSinceTime,
+//     waiting/waitingSinceTime,
 //     lookForSecond, secondFound, noteSecond, and the tracked flag
 //     (isTracked/setTracked).
 type podMemory struct {
@@ -51,9 +51,6 @@ type podMemory struct {
 	// swappedAt: when each sidecar was swapped (or, after a restart, first
 	// seen swapped), for the swap's follow-through.
 	swappedAt map[string]time.Time
-	// attemptsMark is the AnnotationCRRAttempts value last written for a
-	// failed kill, so a lagging cache does not have it written twice.
-	attemptsMark string
 	// OpenKruise's SidecarTerminator's CRR for the pod, once found (second.go).
 	second       *decision.SecondTerminator
 	secondLooked int
@@ -360,11 +357,6 @@ func (m *podMemory) firstFailedKill(container string) bool {
 	m.failed[container] = true
 	return true
 }
-
-// attemptsRecorded reports whether this attempts mark was written already;
-// recordedAttempts remembers that it was.
-func (m *podMemory) attemptsRecorded(mark string) bool { return m.attemptsMark == mark }
-func (m *podMemory) recordedAttempts(mark string)      { m.attemptsMark = mark }
 
 // waiting records when the pod's wait began (zero: it does not wait);
 // waitingSinceTime reads it.

@@ -128,7 +128,7 @@ func (r *Reconciler) Sync(ctx context.Context, key cache.ObjectName) (time.Durat
 		if pod, plan, err = r.decide(ctx, pod, mem, now, pass); err != nil {
 			return 0, err
 		}
-		r.record(ctx, logger, key, pod, mem, plan, now)
+		r.record(logger, key, pod, mem, plan, now)
 		refused, err := r.actOn(ctx, logger, pod, mem, plan, pass)
 		if err != nil {
 			return 0, err
@@ -175,9 +175,9 @@ func (r *Reconciler) decide(ctx context.Context, pod *corev1.Pod, mem *podMemory
 
 // record makes the decision visible and remembered before any write: the
 // swaps found made, the metrics and the pods-tracked gauge, the pod's wait,
-// the Warnings and the log line, a second terminator, and a failed kill's
-// attempt count on the pod.
-func (r *Reconciler) record(ctx context.Context, logger klog.Logger, key cache.ObjectName, pod *corev1.Pod, mem *podMemory, plan decision.Plan, now time.Time) {
+// the Warnings and the log line, a second terminator. It writes nothing to
+// the API: every write is an action (act).
+func (r *Reconciler) record(logger klog.Logger, key cache.ObjectName, pod *corev1.Pod, mem *podMemory, plan decision.Plan, now time.Time) {
 	for _, c := range plan.SwapsUnseen {
 		since := plan.SwapsSince
 		if since.IsZero() {
@@ -190,7 +190,6 @@ func (r *Reconciler) record(ctx context.Context, logger klog.Logger, key cache.O
 	r.noteWaiting(mem, plan)
 	r.report(logger, pod, mem, plan)
 	r.noteSecondTerminator(logger, mem, plan)
-	r.recordAttempts(ctx, logger, pod, mem, plan)
 }
 
 // actOn carries out the plan's actions in order, up to the first refused
@@ -256,6 +255,14 @@ func (r *Reconciler) report(logger klog.Logger, pod *corev1.Pod, mem *podMemory,
 // returned as an error: retrying it blindly is what the decision is for.
 func (r *Reconciler) act(ctx context.Context, logger klog.Logger, pod *corev1.Pod, mem *podMemory, plan decision.Plan, a decision.Action) (refused bool, _ error) {
 	method := string(a.Kind)
+	if a.Kind == decision.ActionRecordAttempt && a.Began.IsZero() {
+		// The record of the create just made: it began when the create was
+		// answered, no earlier than kruise's creation time.
+		a.Began = r.clock.Now()
+		if name := decision.StageCRRName(pod, a.Stage, a.Attempt); mem.knowsCRR(name) {
+			a.Began = mem.crr(name).Created
+		}
+	}
 	mem.expect(a, r.clock.Now)
 	err := r.send(ctx, pod, a)
 	result := ResultSuccess
@@ -311,23 +318,19 @@ func (r *Reconciler) act(ctx context.Context, logger klog.Logger, pod *corev1.Po
 func (r *Reconciler) send(ctx context.Context, pod *corev1.Pod, a decision.Action) error {
 	switch a.Kind {
 	case decision.ActionCreateCRR:
-		// The attempt count lives in the CRRs, which kruise deletes after
-		// ttlSecondsAfterFinished: a sidecar that keeps coming back would get
-		// fresh attempts each time. So a retry (attempt 2 and up, made only
-		// after a kill failed) first records its number on the pod, where the
-		// decision reads it (decision.AnnotationCRRAttempts); it survives the
-		// CRRs and a controller restart. The first attempt writes nothing
-		// more: the happy path stays one write per pod.
-		if mark := decision.AttemptsMark(a.Stage, a.Attempt); a.Attempt > 1 && pod.Annotations[decision.AnnotationCRRAttempts] != mark {
-			if err := r.write.AnnotatePod(ctx, pod.Namespace, pod.Name, pod.UID, decision.AnnotationCRRAttempts, mark); err != nil {
-				return err
-			}
-		}
 		return r.write.CreateCRR(ctx, r.newCRR(pod, a), a.ReadPodFirst)
+	case decision.ActionRecordAttempt:
+		// A compare-and-swap on the record the decision read: a replica
+		// whose view is older never moves it back (decision/window.go).
+		patch, err := annotationPatch(pod, decision.AnnotationCRRAttempts, decision.AttemptRecord(a.Stage, a.Attempt, a.Began))
+		if err != nil {
+			return err
+		}
+		return r.write.PatchPod(ctx, pod.Namespace, pod.Name, patch)
 	case decision.ActionDeleteCRR:
 		return r.write.DeleteCRR(ctx, pod.Namespace, a.CRRName)
 	case decision.ActionSwapImage:
-		patch, err := swapPatch(pod.UID, a.Swaps, a.StageMark)
+		patch, err := swapPatch(pod, a.Swaps, a.StageMark)
 		if err != nil {
 			return err
 		}
@@ -357,6 +360,9 @@ func describe(a decision.Action) string {
 		return fmt.Sprintf("Stopping sidecars %v: created ContainerRecreateRequest %s (attempt %d); kruise-daemon stops them", a.Containers, a.CRRName, a.Attempt)
 	case decision.ActionDeleteCRR:
 		return fmt.Sprintf("Deleted ContainerRecreateRequest %s of stop-order stage %d (for %v), whose turn is over, so that kruise-daemon takes up the next stage's", a.CRRName, a.Stage, a.Containers)
+	case decision.ActionRecordAttempt:
+		return fmt.Sprintf("Recorded ContainerRecreateRequest attempt %d of stop-order stage %d, begun at %s, on the pod (%s), so that the count and the attempt's stop window outlive its CRR",
+			a.Attempt, a.Stage, a.Began.UTC().Format(time.RFC3339), decision.AnnotationCRRAttempts)
 	case decision.ActionSwapImage:
 		return fmt.Sprintf("Stopping sidecars %v: swapped their image for the quick-exit image %s", a.Containers, a.Swaps[0].To)
 	case decision.ActionSettlePhase:
