@@ -12,9 +12,13 @@ import (
 	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
 )
 
-// podMemory is what the reconciler remembers of one pod between syncs. It is
-// only an optimisation against lag and event spam: losing it (a restart) is
-// safe. Its fields are read and written here only, by the methods below,
+// podMemory is what the reconciler remembers of one pod between syncs: the
+// writes the cache has not shown, the refusals, the CRRs seen. Losing it (a
+// restart, a new leader) is safe only as far as the objects carry the stop
+// window (decision/window.go): every CRR outlives its window and a retry is
+// recorded on the pod, so a new leader sees every stop that may be under way,
+// unless a third party deleted a first attempt's CRR inside its window.
+// Its fields are read and written here only, by the methods below,
 // named for the moments of a sync:
 //
 //   - made: newPodMemory, when a pod is first synced or replaced by another

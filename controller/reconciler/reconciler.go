@@ -37,8 +37,9 @@ type Config struct {
 	Policy decision.Policy
 	// VirtualNodeSelector picks the virtual-kubelet nodes.
 	VirtualNodeSelector labels.Selector
-	// CRRTTLAfterFinished is written on each CRR; kruise deletes it that long
-	// after it finished. It outlives the retries, which count earlier CRRs.
+	// CRRTTLAfterFinished is written on each CRR, raised per pod to the CRR's
+	// stop window (decision.CRRTTL); kruise deletes it that long after it
+	// finished.
 	CRRTTLAfterFinished time.Duration
 	// ExpectationTimeout is how long a write may stay unseen in the cache
 	// before the pod is decided afresh.
@@ -95,8 +96,10 @@ func New(cfg Config, r Reader, w Writer, events Recorder, metrics *Metrics, clk 
 // Sync brings one pod closer to done. It returns when to look again even if
 // nothing changes (zero for never), or an error to retry with backoff.
 //
-// One sync reads the pod and its memory (podmemory.go), decides, records
-// the decision, acts on it, and the memory records each write's answer.
+// One sync observes the pod, its CRRs and its memory (podmemory.go) as one
+// decision.Input, decides, confirms live what the plan may have missed
+// (seeUnseenCRR), acts on it, and the memory absorbs each write's answer
+// (docs/design.md, "One sync").
 func (r *Reconciler) Sync(ctx context.Context, key cache.ObjectName) (time.Duration, error) {
 	logger := klog.FromContext(ctx).WithValues("pod", key.String())
 	// Read: the pod from the cache, and what is remembered of it; wait while
