@@ -43,23 +43,27 @@ func swapPatch(pod *corev1.Pod, swaps []decision.Swap, stageMark string) ([]byte
 }
 
 // annotationPatch sets one annotation of the pod by compare-and-swap: guarded
-// by the pod's UID and by the annotation's value as read.
-func annotationPatch(pod *corev1.Pod, key, value string) ([]byte, error) {
-	return json.Marshal(append([]jsonPatchOp{{Op: "test", Path: "/metadata/uid", Value: pod.UID}}, annotationOps(pod, key, value)...))
+// by the pod's UID and by the annotation's value as read. noMap: the pod has
+// no annotations at all, and the patch adds the map (guarded by a test that
+// there is none) rather than one key of it.
+func annotationPatch(pod *corev1.Pod, key, value string, noMap bool) ([]byte, error) {
+	ops := []jsonPatchOp{{Op: "test", Path: "/metadata/uid", Value: pod.UID}}
+	if noMap {
+		ops = append(ops,
+			jsonPatchOp{Op: "test", Path: "/metadata/annotations", Value: nil},
+			jsonPatchOp{Op: "add", Path: "/metadata/annotations", Value: map[string]string{key: value}})
+		return json.Marshal(ops)
+	}
+	return json.Marshal(append(ops, annotationOps(pod, key, value)...))
 }
 
 // annotationOps set the annotation to value if it still holds what the pod
 // read shows: the old value, or none (a test of null passes on a member that
-// is absent, as the API server's JSON patch applies it).
+// is absent, as the API server's JSON patch applies it). The pod's
+// annotations map must exist.
 func annotationOps(pod *corev1.Pod, key, value string) []jsonPatchOp {
 	path := "/metadata/annotations/" + jsonPointerEscape(key)
-	old, ok := pod.Annotations[key]
-	switch {
-	case pod.Annotations == nil:
-		return []jsonPatchOp{
-			{Op: "test", Path: "/metadata/annotations", Value: nil},
-			{Op: "add", Path: "/metadata/annotations", Value: map[string]string{key: value}}}
-	case ok:
+	if old, ok := pod.Annotations[key]; ok {
 		return []jsonPatchOp{{Op: "test", Path: path, Value: old}, {Op: "replace", Path: path, Value: value}}
 	}
 	return []jsonPatchOp{{Op: "test", Path: path, Value: nil}, {Op: "add", Path: path, Value: value}}

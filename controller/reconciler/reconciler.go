@@ -325,8 +325,19 @@ func (r *Reconciler) send(ctx context.Context, pod *corev1.Pod, a decision.Actio
 	case decision.ActionRecordAttempt:
 		// A compare-and-swap on the record the decision read: a replica
 		// whose view is older never moves it back (decision/window.go).
-		patch, err := annotationPatch(pod, decision.AnnotationCRRAttempts, decision.AttemptRecord(a.Stage, a.Attempt, a.Began))
+		// The cache keeps only our annotations, so a pod that shows none may
+		// have others: the key is added to the map first, and the map itself
+		// only if the pod has none at all.
+		value := decision.AttemptRecord(a.Stage, a.Attempt, a.Began)
+		patch, err := annotationPatch(pod, decision.AnnotationCRRAttempts, value, false)
 		if err != nil {
+			return err
+		}
+		err = r.write.PatchPod(ctx, pod.Namespace, pod.Name, patch)
+		if err == nil || len(pod.Annotations) > 0 || !testOpFailed(err) {
+			return err
+		}
+		if patch, err = annotationPatch(pod, decision.AnnotationCRRAttempts, value, true); err != nil {
 			return err
 		}
 		return r.write.PatchPod(ctx, pod.Namespace, pod.Name, patch)
