@@ -3,6 +3,7 @@ package reconciler_test
 import (
 	"context"
 	"errors"
+	"math"
 	"strconv"
 	"strings"
 	"testing"
@@ -380,5 +381,21 @@ func TestAnOrderedPodsHappyPathReadsAtMostOneCRRPerStage(t *testing.T) {
 	}
 	if len(l.reads) > 3 {
 		t.Errorf("live reads %v, want at most one per stage", l.reads)
+	}
+}
+
+// A pod's grace period sets its CRRs' TTL, and a hostile one does not wrap
+// the field round to a negative TTL: it is held at the field's largest value.
+func TestACRRsTTLIsBoundedToItsField(t *testing.T) {
+	pod := longGracePod()
+	grace := int64(3_000_000_000)
+	pod.Spec.TerminationGracePeriodSeconds = &grace
+	l := newWindowAPI(t, pod)
+	mustSync(t, l.newLeader(reconciler.DefaultConfig()), "p")
+	if len(l.crrs) != 1 {
+		t.Fatalf("writes %v, want the CRR", l.writes)
+	}
+	if ttl := *l.crrs[0].Spec.TTLSecondsAfterFinished; ttl != math.MaxInt32 {
+		t.Errorf("ttlSecondsAfterFinished %d, want %d", ttl, math.MaxInt32)
 	}
 }
