@@ -52,6 +52,27 @@ func (r *Reconciler) createdAfterAll(ctx context.Context, pod *corev1.Pod, a dec
 	return lerr == nil && CheckExistingCRR(crr, r.newCRR(pod, a)) == nil
 }
 
+// deletedAfterAll reports, for a CRR delete that got no answer, whether the
+// API server shows the CRR gone (gone) or still there (there); neither when
+// it cannot be asked. One GET, only after such a failure: a delete counted
+// as maybe applied lets the next stage's CRR be made, beside this one if it
+// still stands, and a policy that strips our label hides it from the cache
+// for good.
+func (r *Reconciler) deletedAfterAll(ctx context.Context, pod *corev1.Pod, a decision.Action) (gone, there bool) {
+	live, ok := r.write.(LiveChecker)
+	if !ok {
+		return false, false
+	}
+	crr, err := live.LiveCRR(ctx, pod.Namespace, a.CRRName)
+	switch {
+	case apierrors.IsNotFound(err):
+		return true, false
+	case err != nil:
+		return false, false
+	}
+	return crr.DeletionTimestamp != nil, crr.DeletionTimestamp == nil
+}
+
 // noteCRRs remembers the pod's CRRs as the cache shows them now. Only Sync
 // calls it: Plan and ExplainPlan read the memory without changing it.
 func (r *Reconciler) noteCRRs(pod *corev1.Pod, mem *podMemory) error {

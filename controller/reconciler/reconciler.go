@@ -277,9 +277,21 @@ func (r *Reconciler) act(ctx context.Context, logger klog.Logger, pod *corev1.Po
 	case r.createdAfterAll(ctx, pod, a, err):
 		result, err = ResultAlreadyDone, nil
 	}
+	stillThere := false
+	if err != nil && a.Kind == decision.ActionDeleteCRR && noAnswer(err) {
+		var gone bool
+		if gone, stillThere = r.deletedAfterAll(ctx, pod, a); gone {
+			result, err = ResultAlreadyDone, nil
+		}
+	}
 	if err != nil {
 		mem.unexpect(a)
 		what, refusal := classify(err, a)
+		if stillThere {
+			// The API server shows the CRR: the delete was not applied, and
+			// the next stage's CRR must not be made beside it.
+			refusal.MaybeApplied = false
+		}
 		if what == outcomeStale {
 			// The pod moved on: decide again on fresh state, once the cache
 			// shows it (awaitCache).

@@ -399,3 +399,33 @@ func TestACRRsTTLIsBoundedToItsField(t *testing.T) {
 		t.Errorf("ttlSecondsAfterFinished %d, want %d", ttl, math.MaxInt32)
 	}
 }
+
+// A stage's CRR delete that got no answer is checked at the API server (soak
+// seed 376: the delete timed out unapplied, and a policy strips our label,
+// so the cache does not show the CRR either): it still stands, so the next
+// stage's CRR is not made beside it.
+func TestAStageDeleteWithoutAnswerIsCheckedBeforeTheNextStage(t *testing.T) {
+	running := shipperPod(podtest.Running()).Build()
+	st1, st2 := decision.StageCRRName(running, 1, 1), decision.StageCRRName(running, 2, 1)
+	w := &liveWorld{world: &world{pod: running, crrAPI: true, answers: map[string][]error{}}, live: map[string]*kruisev1alpha1.ContainerRecreateRequest{}}
+	crr := stageCRR(st1, 1, "fluent-bit")
+	w.crrs = []*kruisev1alpha1.ContainerRecreateRequest{crr}
+	w.live[st1] = crr
+	f := newFixtureWriting(w.world, w)
+	f.clock.SetTime(podtest.Epoch.Add(15 * time.Second))
+	f.sync(t)
+	if len(w.sent) != 0 {
+		t.Fatalf("writes %v while stage 1's CRR is in flight, want none", w.sent)
+	}
+	// The shipper stopped; the cache no longer lists stage 1's CRR.
+	w.pod = shipperPod(podtest.Exited(0, podtest.Epoch.Add(16*time.Second))).Build()
+	w.crrs = nil
+	w.answers["delete "+st1] = []error{apierrors.NewTimeoutError("simulated timeout, not applied", 1)}
+	f.clock.SetTime(podtest.Epoch.Add(20 * time.Second))
+	f.sync(t)
+	for _, s := range w.sent {
+		if s == "crr "+st2 {
+			t.Fatalf("writes %v: stage 2's CRR made while stage 1's, whose delete got no answer, still stands", w.sent)
+		}
+	}
+}
