@@ -2,6 +2,7 @@ package sim
 
 import (
 	"k8s.io/apimachinery/pkg/types"
+	"strings"
 
 	"context"
 	"encoding/json"
@@ -82,7 +83,12 @@ func (w *apiWriter) DeleteCRR(_ context.Context, namespace, name string) error {
 }
 
 func (w *apiWriter) PatchPod(_ context.Context, namespace, name string, patch []byte) error {
-	return w.write(MethodSwap, name, string(patch), func() error { return w.s.world.patchPod(namespace, name, patch, false) })
+	method := MethodSwap
+	if !strings.Contains(string(patch), `"/spec/`) {
+		// Annotations only: the attempt record, not a stop.
+		method = MethodAnnotate
+	}
+	return w.write(method, name, string(patch), func() error { return w.s.world.patchPod(namespace, name, patch, false) })
 }
 
 // AnnotatePod sets the annotation on the pod with that UID; the simulated
@@ -128,7 +134,7 @@ func (w *apiWriter) write(method, pod, what string, apply func() error) error {
 
 var (
 	imagePath      = regexp.MustCompile(`^/spec/containers/[0-9]+/image$`)
-	annotationPath = regexp.MustCompile(`^/metadata/annotations/[^/]+$`)
+	annotationPath = regexp.MustCompile(`^/metadata/annotations(/[^/]+)?$`)
 )
 
 // patchPod applies a JSON patch for real: test ops that fail refuse the whole

@@ -79,8 +79,11 @@ func TestCRRDeadlineCoversThePodsGracePeriod(t *testing.T) {
 	if writes := f.sync("job-g"); len(writes) != 0 {
 		t.Fatalf("sync during the sidecar's grace period wrote %v", writes)
 	}
-	// Past grace and margin: the kill failed; the image swap follows.
-	f.clock.Step(time.Minute + 10*time.Second)
+	// Past the CRR's stop window (its deadline, 150 s, plus the grace period
+	// and a margin: kruise's completion, which would show whether
+	// kruise-daemon began a stop, never came): the kill failed; the image
+	// swap follows.
+	f.clock.Step(decision.StopWindow(pod, decision.DefaultPolicy()) - 90*time.Second)
 	writes = f.sync("job-g")
 	if len(writes) != 1 || writes[0].GetVerb() != "patch" {
 		t.Fatalf("want the swap once the deadline passed, got %v", writes)

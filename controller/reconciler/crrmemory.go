@@ -31,12 +31,12 @@ import (
 //     deleted as finished; the decision is given the remembered ones the
 //     cache no longer shows.
 //   - A CRR not yet in the cache, while the pod's annotation already records
-//     its attempt (decision.AnnotationCRRAttempts is written before a retry's
-//     CRR is created): after a restart, or a create that timed out but was
-//     applied. The decision reads such an attempt as deleted since, a failed
-//     kill, and would make the next attempt beside it. So before a plan makes
-//     attempt n > 1 with no attempt n-1 known, that CRR is read from the API
-//     server (one GET, on the retry path only) and, if it exists, remembered.
+//     its attempt (decision.AnnotationCRRAttempts, written after a retry's
+//     CRR was created, or another replica's): after a restart, or a create
+//     that timed out but was applied. The decision counts such an attempt's
+//     window from the time the record holds; before a plan makes attempt
+//     n > 1 with no attempt n-1 known, that CRR is read from the API server
+//     (one GET, on the retry path only) and, if it exists, remembered.
 
 // createdAfterAll reports whether a CRR create that got no answer (a timeout,
 // a broken connection) was applied all the same: the API server is asked (one
@@ -50,6 +50,27 @@ func (r *Reconciler) createdAfterAll(ctx context.Context, pod *corev1.Pod, a dec
 	}
 	crr, lerr := live.LiveCRR(ctx, pod.Namespace, a.CRRName)
 	return lerr == nil && CheckExistingCRR(crr, r.newCRR(pod, a)) == nil
+}
+
+// deletedAfterAll reports, for a CRR delete that got no answer, whether the
+// API server shows the CRR gone (gone) or still there (there); neither when
+// it cannot be asked. One GET, only after such a failure: a delete counted
+// as maybe applied lets the next stage's CRR be made, beside this one if it
+// still stands, and a policy that strips our label hides it from the cache
+// for good.
+func (r *Reconciler) deletedAfterAll(ctx context.Context, pod *corev1.Pod, a decision.Action) (gone, there bool) {
+	live, ok := r.write.(LiveChecker)
+	if !ok {
+		return false, false
+	}
+	crr, err := live.LiveCRR(ctx, pod.Namespace, a.CRRName)
+	switch {
+	case apierrors.IsNotFound(err):
+		return true, false
+	case err != nil:
+		return false, false
+	}
+	return crr.DeletionTimestamp != nil, crr.DeletionTimestamp == nil
 }
 
 // noteCRRs remembers the pod's CRRs as the cache shows them now. Only Sync
@@ -88,7 +109,9 @@ func (r *Reconciler) noteCRRs(pod *corev1.Pod, mem *podMemory) error {
 // its CRR informer brought the other (soak seed 140). And the next stage's
 // CRR (decision.LaterStageCRR), which another replica made after it found
 // this stage held up and deleted its CRR, while this replica's caches show
-// neither (soak seed 313): one GET before each stage's CRR but the last's.
+// neither (soak seed 313): one GET before each stage's CRR but the last's,
+// on the happy path too (stopwindow_test.go says why it stays), and from the
+// third stage on one more of the stage this replica deleted.
 func (r *Reconciler) seeUnseenCRR(ctx context.Context, pod *corev1.Pod, mem *podMemory, plan decision.Plan) (bool, error) {
 	live, ok := r.write.(LiveChecker)
 	if !ok {

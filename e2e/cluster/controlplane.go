@@ -168,6 +168,11 @@ omitStages: ["RequestReceived"]
 rules:
 - level: Metadata
   verbs: ["create", "update", "patch", "delete", "deletecollection"]
+- level: Metadata
+  verbs: ["get"]
+  resources:
+  - group: apps.kruise.io
+    resources: ["containerrecreaterequests"]
 - level: None
 `
 
