@@ -121,6 +121,10 @@ func SoakScenario(seed uint64, pods int) Scenario {
 			templates = append(templates, t)
 		}
 	}
+	// Pods of Jobs with podFailurePolicies (jobverdict.go), drawn last.
+	if pick(0.5) {
+		templates = append(templates, jobPolicyTemplates(r)...)
+	}
 	return Scenario{
 		Name: "soak", Purpose: fmt.Sprintf("random faults %s", f),
 		Pods: pods, Nodes: nodes,

@@ -25,6 +25,8 @@ import (
 type JobFacts struct {
 	Name   string
 	Policy *batchv1.PodFailurePolicy
+	// Missing: no such Job (deleted, or replaced under the name).
+	Missing bool
 }
 
 // StopKind is how a stop ends a sidecar, which sets the exit codes it leaves.

@@ -1,8 +1,11 @@
 package decision_test
 
 import (
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 
@@ -143,6 +146,96 @@ func TestJobReadNeededOnlyForFailedMainsStoppedByCRR(t *testing.T) {
 	} {
 		if _, got := JobReadNeeded(tc.pod, tc.mainsFailed, tc.kind); got != tc.want {
 			t.Errorf("%s: JobReadNeeded = %v, want %v", name, got, tc.want)
+		}
+	}
+}
+
+func TestDecideSettlesBeforeACRRTheJobsPolicyCouldRead(t *testing.T) {
+	failJobAny := &JobFacts{Name: "ns/j", Policy: &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{onExit(fail, "", notIn, 0, 1)}}}
+	failJobMain := &JobFacts{Name: "ns/j", Policy: &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{onExit(fail, "main", notIn, 0, 1)}}}
+	failedMain := func() *podtest.Builder {
+		return podtest.Pod("p").OwnedByJob("j").Container("main", exited(1))
+	}
+	settle := Action{Kind: ActionSettlePhase, Containers: []string{"proxy"}, Phase: corev1.PodFailed,
+		JobRule: `Job ns/j's podFailurePolicy rule 0 (FailJob) would read sidecar "proxy"'s exit code 143 from the stop, where its main containers alone get no rule (the failure counts against backoffLimit)`}
+	for name, tc := range map[string]struct {
+		pod      *corev1.Pod
+		job      *JobFacts
+		needsJob string
+		settles  bool
+		kind     ActionKind
+	}{
+		"main failed, CRR, Job not read yet: the plan asks for it": {pod: failedMain().Container("proxy", markCRR, podtest.Running()).Build(),
+			needsJob: "j", kind: ActionCreateCRR},
+		"main failed, CRR, rule on every container: settle first": {pod: failedMain().Container("proxy", markCRR, podtest.Running()).Build(),
+			job: failJobAny, settles: true, kind: ActionSettlePhase},
+		"main failed, CRR, rule on the main: the CRR": {pod: failedMain().Container("proxy", markCRR, podtest.Running()).Build(),
+			job: failJobMain, kind: ActionCreateCRR},
+		"main failed, CRR, Job without policy: the CRR": {pod: failedMain().Container("proxy", markCRR, podtest.Running()).Build(),
+			job: &JobFacts{Name: "ns/j"}, kind: ActionCreateCRR},
+		"main failed, swap: no Job read": {pod: failedMain().Container("proxy", markImage, podtest.Running()).Build(),
+			kind: ActionSwapImage},
+		"mains succeeded, CRR: no Job read": {pod: podtest.Pod("p").OwnedByJob("j").Container("main", exited(0)).Container("proxy", markCRR, podtest.Running()).Build(),
+			kind: ActionCreateCRR},
+		"bare pod, main failed, CRR: no Job read": {pod: podtest.Pod("p").Container("main", exited(1)).Container("proxy", markCRR, podtest.Running()).Build(),
+			kind: ActionCreateCRR},
+	} {
+		t.Run(name, func(t *testing.T) {
+			plan := Decide(Input{Pod: tc.pod, Node: normal, CRRAPI: true, Now: now, Policy: DefaultPolicy(), Job: tc.job})
+			if plan.NeedsJob != tc.needsJob {
+				t.Errorf("NeedsJob = %q, want %q", plan.NeedsJob, tc.needsJob)
+			}
+			if len(plan.Actions) != 1 || plan.Actions[0].Kind != tc.kind {
+				t.Fatalf("actions = %+v, want one %s (%s)", plan.Actions, tc.kind, plan.Reason)
+			}
+			if tc.settles {
+				if diff := cmp.Diff(settle, plan.Actions[0]); diff != "" {
+					t.Errorf("settle differs (-want +got):\n%s", diff)
+				}
+				if plan.JobVerdict == nil || plan.JobVerdict.Rule != 0 || plan.JobVerdict.Action != fail {
+					t.Errorf("JobVerdict = %+v, want rule 0 FailJob", plan.JobVerdict)
+				}
+			}
+		})
+	}
+}
+
+func TestSettledForTheJobLeavesTheSidecarToTheKubeletThenStopsIt(t *testing.T) {
+	settled := func(at time.Time) *corev1.Pod {
+		return podtest.Pod("p").OwnedByJob("j").Phase(corev1.PodFailed).ConditionAt(ConditionSidecarTerminated, corev1.ConditionTrue, at).
+			Container("main", exited(1)).Container("proxy", markCRR, podtest.Running()).Build()
+	}
+	plan := Decide(Input{Pod: settled(exitAt), Node: normal, CRRAPI: true, Now: now, Policy: DefaultPolicy()})
+	if plan.Verdict != VerdictInProgress || len(plan.Actions) != 0 {
+		t.Errorf("just settled: verdict %s, actions %+v, want InProgress and none (the kubelet stops it): %s", plan.Verdict, plan.Actions, plan.Reason)
+	}
+	plan = Decide(Input{Pod: settled(now.Add(-time.Hour)), Node: normal, CRRAPI: true, Now: now, Policy: DefaultPolicy()})
+	if len(plan.Actions) != 1 || plan.Actions[0].Kind != ActionCreateCRR {
+		t.Errorf("settled an hour ago, sidecar still running: actions %+v, want a CRR: %s", plan.Actions, plan.Reason)
+	}
+}
+
+func TestSidecarThatFailsASucceededPodIsAWarning(t *testing.T) {
+	pod := podtest.Pod("p").OwnedByJob("j").Phase(corev1.PodFailed).Container("main", exited(0)).Container("proxy", markCRR, exited(143)).Build()
+	crr := CRR{Name: CRRName(pod, 1), Attempt: 1, Containers: []string{"proxy"}, Phase: "Recreating", Created: exitAt}
+	plan := Decide(Input{Pod: pod, Node: normal, CRRAPI: true, Now: now, Policy: DefaultPolicy(), CRRs: []CRR{crr}})
+	if len(plan.Problems) != 1 || plan.Problems[0].Reason != ReasonSidecarFailedPod {
+		t.Fatalf("problems = %+v, want one %s", plan.Problems, ReasonSidecarFailedPod)
+	}
+	for _, want := range []string{`"proxy"`, "143", "SIGTERM", EnvIgnoreExitCode} {
+		if !strings.Contains(plan.Problems[0].Message, want) {
+			t.Errorf("message %q does not name %s", plan.Problems[0].Message, want)
+		}
+	}
+	for name, in := range map[string]Input{
+		"a main failed": {Pod: podtest.Pod("p").Phase(corev1.PodFailed).Container("main", exited(1)).Container("proxy", markCRR, exited(143)).Build(), CRRs: []CRR{crr}},
+		"not our stop":  {Pod: pod},
+		"ignore-exit-code sidecar": {Pod: podtest.Pod("p").Phase(corev1.PodFailed).Container("main", exited(0)).
+			Container("proxy", markCRR, ignoreRC, exited(143)).Build(), CRRs: []CRR{crr}},
+	} {
+		in.Node, in.CRRAPI, in.Now, in.Policy = normal, true, now, DefaultPolicy()
+		if p := Decide(in); len(p.Problems) != 0 {
+			t.Errorf("%s: problems %+v, want none", name, p.Problems)
 		}
 	}
 }

@@ -256,6 +256,10 @@ func describeActions(actions []Action) string {
 		case ActionDeleteCRR:
 			parts[i] = fmt.Sprintf("ContainerRecreateRequest %s of stop-order stage %d is deleted, so kruise-daemon takes up the next stage's", a.CRRName, a.Stage)
 		case ActionSettlePhase:
+			if a.JobRule != "" {
+				parts[i] = fmt.Sprintf("phase settled to %s from the main containers before sidecars %v are stopped", a.Phase, a.Containers)
+				break
+			}
 			if a.LeftRunning {
 				parts[i] = fmt.Sprintf("phase settled to %s from the main containers; sidecars %v run on until the pod is deleted", a.Phase, a.Containers)
 				break
