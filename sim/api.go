@@ -128,7 +128,7 @@ func (w *apiWriter) write(method, pod, what string, apply func() error) error {
 
 var (
 	imagePath      = regexp.MustCompile(`^/spec/containers/[0-9]+/image$`)
-	annotationPath = regexp.MustCompile(`^/metadata/annotations/[^/]+$`)
+	annotationPath = regexp.MustCompile(`^/metadata/annotations(/[^/]+)?$`)
 )
 
 // patchPod applies a JSON patch for real: test ops that fail refuse the whole

@@ -66,6 +66,9 @@ func (s *Sim) startController(id int) *controller {
 		cfg.Policy.AllowedQuickExitImages = []string{decision.AllowAnyImage}
 	}
 	cfg.Policy.DefaultQuickExitImage = s.sc.DefaultQuickExitImage
+	if s.sc.CRRTTLSetting > 0 {
+		cfg.CRRTTLAfterFinished = s.sc.CRRTTLSetting
+	}
 	c.rec = reconciler.New(cfg, r, &apiWriter{s: s, c: c}, &recorder{s: s}, nil, s.clock)
 	s.ctrls = append(s.ctrls, c)
 	s.trace.add("controller", "instance %d started with %d pods listed", id, len(c.cache.pods))

@@ -54,6 +54,9 @@ type Scenario struct {
 	AllowedImages []string // empty: any image ('*')
 	// DefaultQuickExitImage is the controller's --default-quick-exit-image.
 	DefaultQuickExitImage string
+	// CRRTTLSetting is the controller's --crr-ttl-after-finished (zero: its
+	// default). The controller raises it per pod to the stop window.
+	CRRTTLSetting time.Duration
 	// MaxCRRsPerPod, when set, is a safety bound: no pod gets more CRRs
 	// (the controller's attempts, which must not reset).
 	MaxCRRsPerPod int

@@ -117,4 +117,26 @@ var refusalScenarios = []Scenario{
 			t.Grace = 120
 			return t
 		}()}},
+
+	// The stop window is carried by the CRRs themselves.
+	{Name: "crr-window-short-ttl-leader-moves", Purpose: "the operator's CRR TTL (5 s) is far shorter than the pods' grace period (120 s), kruise-daemon takes CRRs up 100 s late (its stop then drains past the CRR's deadline), and leadership moves every 40 s to a replica with an empty memory: every CRR outlives its stop window, so no new leader stops a draining sidecar again",
+		CRRTTLSetting: 5 * time.Second, Faults: Faults{LeaderEvery: 40 * time.Second},
+		Nodes: []NodeGroup{{Count: 20, Daemon: DaemonSpec{Pickup: 100 * time.Second}}}, Templates: longGraceWindowTemplates()},
+}
+
+// longGraceWindowTemplates are sidecars that drain for their whole grace
+// period (120 s) under a CRR, alone, with an image to fall back to, and in a
+// stop order.
+func longGraceWindowTemplates() []Template {
+	var out []Template
+	for _, t := range []Template{
+		never("window-crr", job(), sidecar("proxy", "ignore", markCRR)).expect(ExpectEither),
+		never("window-both", job(), sidecar("proxy", "ignore", markCRR, markImage)),
+		never("window-order", job(), sidecar("s0", "ignore", markCRR), sidecar("s1", "exit:0", markCRR)).
+			annotate(decision.AnnotationStopOrder, "s0,s1").expect(ExpectEither),
+	} {
+		t.Grace = 120
+		out = append(out, t)
+	}
+	return out
 }

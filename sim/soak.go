@@ -121,15 +121,64 @@ func SoakScenario(seed uint64, pods int) Scenario {
 			templates = append(templates, t)
 		}
 	}
+	// The stop window's faults, drawn last: kruise-daemon taking CRRs up
+	// late (up to a minute, past the stage bound and into the deadline), the
+	// operator's CRR TTL shorter than the pods' grace periods, and pods whose
+	// grace period is long. Leader moves (above) start the new leader with
+	// an empty memory, at any step.
+	var ttlSetting time.Duration
+	if pick(0.3) {
+		nodes[0].Daemon.Pickup = time.Duration(15+r.IntN(46)) * time.Second
+		// kruise deleting CRRs seconds after they finish, whatever their
+		// TTL, is a third party deleting our evidence: with pickups this
+		// late it frees a first attempt's name inside its window, and a
+		// restart or a new leader then stops the draining sidecar again.
+		// That is outside the contract (decision/window.go), so the two
+		// faults are not drawn together.
+		f.CRRTTL = 0
+	}
+	if pick(0.3) {
+		ttlSetting = time.Duration(1+r.IntN(20)) * time.Second
+	}
+	if pick(0.3) {
+		for _, t := range longGraceTemplates() {
+			t.Expect = ExpectEither
+			templates = append(templates, t)
+		}
+	}
 	// Pods of Jobs with podFailurePolicies (jobverdict.go), drawn last.
 	if pick(0.5) {
 		templates = append(templates, jobPolicyTemplates(r)...)
 	}
 	return Scenario{
-		Name: "soak", Purpose: fmt.Sprintf("random faults %s", f),
+		Name: "soak", Purpose: fmt.Sprintf("random faults %s%s", f, soakWindowFaults(nodes[0].Daemon.Pickup, ttlSetting)),
 		Pods: pods, Nodes: nodes,
-		Templates: templates, Faults: f, DefaultQuickExitImage: defaultImage,
+		Templates: templates, Faults: f, DefaultQuickExitImage: defaultImage, CRRTTLSetting: ttlSetting,
 	}
+}
+
+// soakWindowFaults names the stop window's faults for the report.
+func soakWindowFaults(pickup, ttl time.Duration) string {
+	var out string
+	if pickup > 15*time.Second {
+		out += fmt.Sprintf(" daemon-pickup=%s", pickup)
+	}
+	if ttl > 0 {
+		out += fmt.Sprintf(" crr-ttl-setting=%s", ttl)
+	}
+	return out
+}
+
+// longGraceTemplates are Job pods whose sidecars drain for two minutes, by
+// CRR (one ignoring SIGTERM, so it drains the whole grace period), alone and
+// in a stop order.
+func longGraceTemplates() []Template {
+	one := never("soak-long-grace", job(), sidecar("drain", "ignore", markCRR))
+	one.Grace = 120
+	ordered := never("soak-long-grace-order", job(), sidecar("s0", "ignore", markCRR), sidecar("s1", "exit:0", markCRR)).
+		annotate(decision.AnnotationStopOrder, "s0,s1")
+	ordered.Grace = 120
+	return []Template{one, ordered}
 }
 
 // orderedTemplates draws stop orders for the soak: pods with two to four

@@ -141,12 +141,7 @@ func crrMeaning(in Input, c CRR, stopped bool) string {
 
 // stopMargin is added to the pod's grace period after a CRR ends with a
 // target's stop under way: the node reporting the container stopped.
-// completionWait is how long past its deadline a CRR kruise has not yet
-// shown finished is waited for.
-const (
-	stopMargin     = 10 * time.Second
-	completionWait = 10 * time.Second
-)
+const stopMargin = 10 * time.Second
 
 // stopUnderWay reports whether kruise-daemon may still be stopping the
 // container for the CRR, which ended (its deadline passed, or kruise-manager
@@ -166,16 +161,13 @@ func stopUnderWay(in Input, crr *CRR, container string, deadline time.Time) (tim
 	}
 	if !crr.Finished() && !in.Now.Before(deadline) {
 		// kruise-manager completes a CRR at its deadline, and its completion
-		// carries kruise-daemon's last states; until the cache shows it, a
-		// daemon that took the CRR up just before the deadline is not seen.
-		until := deadline.Add(completionWait)
-		if crr.Unseen {
-			// The completion will never be seen (the CRR is gone from the
-			// cache, or was never in it): a stop kruise-daemon began as late
-			// as the deadline may run a grace period past it. Deleting the
-			// CRR, or its CRD, does not cut kruise-daemon's CRI call short.
-			until = deadline.Add(PodGrace(in.Pod) + stopMargin)
-		}
+		// carries kruise-daemon's last states. Until the cache shows it (a
+		// lagging or relisting informer, or never: the CRR gone from the
+		// cache, or never in it), a stop kruise-daemon began as late as the
+		// deadline is not seen, and may run a grace period past it: the
+		// CRR's whole stop window (window.go). Deleting the CRR, or its CRD,
+		// does not cut kruise-daemon's CRI call short.
+		until := deadline.Add(PodGrace(in.Pod) + stopMargin)
 		return until, in.Now.Before(until)
 	}
 	for _, st := range crr.States {

@@ -52,7 +52,7 @@ func TestDecideAtItsLimits(t *testing.T) {
 			pod:  podtest.Pod("p").Container("main", exited(0)).Container("log", markCRR).Build(),
 			crrs: []CRR{failedCRR(1), failedCRR(2)},
 			at:   t0.Add(time.Hour),
-			want: want{verdict: VerdictAct, actions: []Action{crrFor("p", 3, "log")}, problems: []string{ReasonSidecarKillFailed}, failed: []string{"log"}},
+			want: want{verdict: VerdictAct, actions: []Action{crrFor("p", 3, "log"), recorded(0, 3, time.Time{})}, problems: []string{ReasonSidecarKillFailed}, failed: []string{"log"}},
 		},
 	}
 	for name, tc := range cases {

@@ -369,13 +369,13 @@ func TestDecide(t *testing.T) {
 		"CRR completed but the sidecar runs: Warning, retry after backoff": {
 			pod:  podtest.Pod("p").Container("main", exited(0)).Container("log", markCRR).Build(),
 			crrs: []CRR{{Name: "c1", Attempt: 1, Containers: []string{"log"}, Phase: "Completed", Created: exitAt, Completed: now.Add(-time.Second)}},
-			want: want{verdict: VerdictInProgress, problems: []string{ReasonSidecarKillFailed}, failed: []string{"log"}, requeue: 4 * time.Second},
+			want: want{verdict: VerdictInProgress, actions: []Action{recorded(0, 1, exitAt)}, problems: []string{ReasonSidecarKillFailed}, failed: []string{"log"}, requeue: 4 * time.Second},
 		},
 		"CRR failed, backoff passed: second CRR": {
 			pod:  podtest.Pod("p").Container("main", exited(0)).Container("log", markCRR).Build(),
 			crrs: []CRR{{Name: "c1", Attempt: 1, Containers: []string{"log"}, Phase: "Completed", Created: exitAt, Completed: exitAt}},
 			at:   exitAt.Add(6 * time.Second),
-			want: want{verdict: VerdictAct, actions: []Action{crrFor("p", 2, "log")}, problems: []string{ReasonSidecarKillFailed}, failed: []string{"log"}},
+			want: want{verdict: VerdictAct, actions: []Action{crrFor("p", 2, "log"), recorded(0, 2, time.Time{})}, problems: []string{ReasonSidecarKillFailed}, failed: []string{"log"}},
 		},
 		"CRR past its deadline with the sidecar running: failed kill, swap when an image is known": {
 			pod:  podtest.Pod("p").Container("main", exited(0)).Container("log", markCRR, markImage).Build(),
@@ -414,7 +414,7 @@ func TestDecide(t *testing.T) {
 				{Name: "c3", Attempt: 3, Containers: []string{"log"}, Phase: "Completed", Created: t0, Completed: t0},
 			},
 			at:   t0.Add(time.Hour),
-			want: want{verdict: VerdictNoPath, problems: []string{ReasonSidecarKillFailed, ReasonSidecarKillGaveUp, ReasonNoTerminationPath}, failed: []string{"log"}},
+			want: want{verdict: VerdictNoPath, actions: []Action{recorded(0, 3, t0)}, problems: []string{ReasonSidecarKillFailed, ReasonSidecarKillGaveUp, ReasonNoTerminationPath}, failed: []string{"log"}},
 		},
 
 		// Ignore exit code.

@@ -40,7 +40,7 @@ func (p Plan) keepJobVerdict(in Input, mains []Container, kp Plan) Plan {
 		}
 	}
 	p.JobVerdict = &change
-	p.FailedKills, p.RecordAttempts = kp.FailedKills, kp.RecordAttempts
+	p.FailedKills = kp.FailedKills
 	p.Problems = kp.Problems
 	if refused, wait := p.settleRefused(in, left); wait {
 		if refused.Verdict == VerdictNoPath {

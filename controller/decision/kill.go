@@ -22,10 +22,17 @@ func (p Plan) kill(in Input, targets []Container) Plan {
 		return p.with(VerdictNoPath, "the pod's node is not known")
 	}
 	latest := latestCRR(in.CRRs)
-	if n := recordedAttempts(in.Pod, in.stage); n > 0 && (latest == nil || latest.Attempt < n) {
-		// kruise deleted the CRRs (ttlSecondsAfterFinished) but the pod
-		// records that attempt n was made: count from it, never from one.
-		latest = &CRR{Name: fmt.Sprintf("ContainerRecreateRequest attempt %d (deleted since)", n), Attempt: n, Phase: "Completed"}
+	if n, began := attemptRecord(in.Pod, in.stage); n > 0 && (latest == nil || latest.Attempt < n) {
+		// The CRRs are gone (their TTL, or someone deleted them) but the pod
+		// records that attempt n began: count from it, never from one, and
+		// keep its window, as last seen, for every sidecar it may stop. A
+		// record without a time (written by an earlier version) reads as
+		// finished long ago.
+		latest = &CRR{Name: fmt.Sprintf("ContainerRecreateRequest attempt %d (deleted since)", n), Attempt: n, Stage: in.stage,
+			Containers: names(targets), Created: began, Unseen: true}
+		if began.IsZero() {
+			latest.Phase = "Completed"
+		}
 	}
 	var deadline time.Time
 	inFlight := false
@@ -63,7 +70,7 @@ func (p Plan) kill(in Input, targets []Container) Plan {
 		}
 		// A refused CRR is a failed kill as much as one that ran out.
 		refusedCRR := refusedCRRFor(in, c.Name)
-		failed := everTargeted(in.CRRs, c.Name) || refusedCRR != nil
+		failed := targeted || everTargeted(in.CRRs, c.Name) || refusedCRR != nil
 		if failed {
 			p.FailedKills = append(p.FailedKills, c.Name)
 			if refusedCRR != nil {
@@ -130,15 +137,25 @@ func (p Plan) kill(in Input, targets []Container) Plan {
 		waiting = append(waiting, fmt.Sprintf("the ContainerRecreateRequest for %v waits %s: OpenKruise's SidecarTerminator acts in this cluster, and its CRR is looked for first", names(byCRR), wait.Round(time.Second)))
 		byCRR, p.AwaitsSecondTerminator = nil, true
 	}
+	var record []Action
 	if len(byCRR) > 0 {
 		planned := len(p.Actions)
 		waiting, noPath = p.planCRR(in, latest, inFlight, deadline, byCRR, waiting, noPath)
-		if len(p.Actions) == planned && latest != nil && !inFlight && recordedAttempts(in.Pod, in.stage) < latest.Attempt {
-			// A CRR failed and the retry waits (its backoff) or was given
-			// up: the pod records the attempt now, before kruise may delete
-			// that CRR (ttl) and reset the count. A retry made at once
-			// records its own number as it is sent (reconciler.send).
-			p.RecordAttempts = AttemptsMark(in.stage, latest.Attempt)
+		switch {
+		case len(p.Actions) > planned && p.Actions[len(p.Actions)-1].Attempt > 1:
+			// A retry is recorded once its create succeeded (the reconciler
+			// stops at a refused action): a refused create claims nothing.
+			made := p.Actions[len(p.Actions)-1]
+			if a, ok := recordAttempt(in, in.stage, made.Attempt, time.Time{}); ok {
+				record = append(record, a)
+			}
+		case len(p.Actions) == planned && latest != nil && !latest.Created.IsZero() && !inFlight:
+			// A CRR failed and the retry waits (its backoff, a refusal) or
+			// was given up: the attempt is recorded now, so that the count
+			// outlives the CRR.
+			if a, ok := recordAttempt(in, in.stage, latest.Attempt, latest.Created); ok {
+				record = append(record, a)
+			}
 		}
 	}
 	if len(bySwap) > 0 {
@@ -154,12 +171,15 @@ func (p Plan) kill(in Input, targets []Container) Plan {
 
 	switch {
 	case len(p.Actions) > 0:
-		return p.with(VerdictAct, "the main containers are done: "+describeActions(p.Actions))
+		p = p.with(VerdictAct, "the main containers are done: "+describeActions(p.Actions))
 	case len(waiting) > 0:
-		return p.with(VerdictInProgress, strings.Join(waiting, "; "))
+		p = p.with(VerdictInProgress, strings.Join(waiting, "; "))
 	default:
-		return p.with(VerdictNoPath, strings.Join(noPath, "; "))
+		p = p.with(VerdictNoPath, strings.Join(noPath, "; "))
 	}
+	// The record is bookkeeping, not a stop: it leaves the verdict as it is.
+	p.Actions = append(p.Actions, record...)
+	return p
 }
 
 // planCRR adds the next CRR for the given sidecars, unless one is still in
@@ -255,6 +275,8 @@ func describeActions(actions []Action) string {
 			parts[i] = fmt.Sprintf("image swap stops %v", a.Containers)
 		case ActionDeleteCRR:
 			parts[i] = fmt.Sprintf("ContainerRecreateRequest %s of stop-order stage %d is deleted, so kruise-daemon takes up the next stage's", a.CRRName, a.Stage)
+		case ActionRecordAttempt:
+			parts[i] = fmt.Sprintf("attempt %d of stage %d is recorded on the pod", a.Attempt, a.Stage)
 		case ActionSettlePhase:
 			if a.JobRule != "" {
 				parts[i] = fmt.Sprintf("phase settled to %s from the main containers before sidecars %v are stopped", a.Phase, a.Containers)

@@ -11,9 +11,36 @@ import (
 	"github.com/sidecar-terminator/sidecar-terminator/controller/podtest"
 )
 
+// recordIn is the attempt the plan records on the pod ("" for none).
+func recordIn(p Plan) string {
+	for _, a := range p.Actions {
+		if a.Kind == ActionRecordAttempt {
+			return AttemptsMark(a.Stage, a.Attempt)
+		}
+	}
+	return ""
+}
+
+// recorded is the record of a stage's attempt that began at began (zero: at
+// the create before it).
+func recorded(stage, attempt int, began time.Time) Action {
+	return Action{Kind: ActionRecordAttempt, Stage: stage, Attempt: attempt, Began: began}
+}
+
+// stopsIn are the plan's actions but its record.
+func stopsIn(p Plan) []Action {
+	var out []Action
+	for _, a := range p.Actions {
+		if a.Kind != ActionRecordAttempt {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
 // A failed CRR whose retry waits its backoff is recorded on the pod (the
-// attempts annotation) once: not when the pod already records it, and not
-// when the retry is made at once (it records its own number as it is sent).
+// attempts annotation) once: not when the pod already records it; a retry
+// made at once is recorded after its create, never before.
 func TestAFailedAttemptIsRecordedOnlyWhileTheRetryWaits(t *testing.T) {
 	pod := func(recorded string) *corev1.Pod {
 		b := podtest.Pod("p").UID("u").Container("main", exited(0)).Container("log", markCRR, podtest.Running())
@@ -33,12 +60,13 @@ func TestAFailedAttemptIsRecordedOnlyWhileTheRetryWaits(t *testing.T) {
 	}{
 		{"in the backoff", "", time.Second, "1", false},
 		{"in the backoff, already recorded", "1", time.Second, "", false},
-		{"past the backoff", "", time.Minute, "", true},
+		{"past the backoff", "", time.Minute, "2", true},
 	} {
 		p := Decide(Input{Pod: pod(tc.recorded), Node: normal, CRRAPI: true, Now: failed.Completed.Add(tc.after), Policy: DefaultPolicy(), CRRs: []CRR{failed}})
-		retry := len(p.Actions) == 1 && p.Actions[0].Attempt == 2
-		if p.RecordAttempts != tc.record || retry != tc.retry {
-			t.Errorf("%s: record %q, actions %+v; want record %q, a retry %v", tc.name, p.RecordAttempts, p.Actions, tc.record, tc.retry)
+		stops := stopsIn(p)
+		retry := len(stops) == 1 && stops[0].Attempt == 2
+		if recordIn(p) != tc.record || retry != tc.retry || (retry && p.Actions[0].Kind != ActionCreateCRR) {
+			t.Errorf("%s: record %q, actions %+v; want record %q, a retry %v (created first)", tc.name, recordIn(p), p.Actions, tc.record, tc.retry)
 		}
 	}
 }

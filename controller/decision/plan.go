@@ -36,6 +36,11 @@ const (
 	// ActionSettlePhase patches the pod's status to a terminal phase before
 	// its ignore-exit-code sidecars are stopped.
 	ActionSettlePhase ActionKind = "SettlePhase"
+	// ActionRecordAttempt records a CRR attempt of a failed kill on the pod
+	// (AnnotationCRRAttempts: attempt, stage, when it began), by
+	// compare-and-swap on the value the decision read; only on the failure
+	// path, after the attempt's create succeeded (window.go).
+	ActionRecordAttempt ActionKind = "RecordAttempt"
 )
 
 // Action is one write. Actions in a plan run in order; a failed one stops the rest.
@@ -58,6 +63,11 @@ type Action struct {
 	// StageMark, when set, is written to the pod's AnnotationStopStage in
 	// the same patch: when this stage of the stop order began.
 	StageMark string
+
+	// For ActionRecordAttempt (with Stage and Attempt): when the attempt
+	// began; zero for the create just before it in the plan, whose answer
+	// time is then used.
+	Began time.Time
 
 	// For ActionSettlePhase.
 	Phase corev1.PodPhase
@@ -113,11 +123,6 @@ type Plan struct {
 	FailedKills []string
 	// MainsDoneAt is when the last main container exited, when they are all done.
 	MainsDoneAt time.Time
-	// RecordAttempts, when set, is the AnnotationCRRAttempts value to write
-	// on the pod first: a kill by CRR is seen to have failed and the pod
-	// does not record that attempt yet, and kruise may delete the CRR (its
-	// ttl) before the retry is made. Written only on that failure path.
-	RecordAttempts string
 	// SwapsUnseen names sidecars that have their quick-exit image although
 	// Input.SwappedAt has no time for them (a restarted controller): the
 	// reconciler records SwapsSince for them, the earliest the swap can

@@ -2,11 +2,7 @@ package decision
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
-
-	corev1 "k8s.io/api/core/v1"
 )
 
 // Refusal is a write the cluster refused (an admission webhook or policy, the
@@ -199,35 +195,4 @@ func refusedCRRFor(in Input, container string) *Refusal {
 		}
 	}
 	return r
-}
-
-// recordedAttempts reads AnnotationCRRAttempts for a stop-order stage; zero
-// when absent, unusable, or recorded for another stage.
-func recordedAttempts(pod *corev1.Pod, stage int) int {
-	raw := pod.Annotations[AnnotationCRRAttempts]
-	recordedStage := 0
-	if s, n, ok := strings.Cut(raw, ":"); ok {
-		var err error
-		if recordedStage, err = strconv.Atoi(s); err != nil {
-			return 0
-		}
-		raw = n
-	}
-	n, err := strconv.Atoi(raw)
-	if err != nil || n < 0 || recordedStage != stage {
-		return 0
-	}
-	return n
-}
-
-// AttemptsMark is the AnnotationCRRAttempts value for a CRR attempt of a
-// stop-order stage: the bare number for stage 0 (every pod without an
-// order), "<stage>:<attempt>" for later stages, so that each stage counts its
-// own attempts. A stage never comes back once a later one began, so one
-// value per pod is enough.
-func AttemptsMark(stage, attempt int) string {
-	if stage == 0 {
-		return strconv.Itoa(attempt)
-	}
-	return strconv.Itoa(stage) + ":" + strconv.Itoa(attempt)
 }

@@ -116,7 +116,7 @@ func TestDecideRefusals(t *testing.T) {
 		"second attempt refused: its retry keeps attempt 2": {
 			pod: crrOnly, refusals: []Refusal{{Kind: ActionCreateCRR, Containers: []string{"log"}, Attempt: 2, Code: 500, Count: 1, At: now.Add(-time.Minute)}},
 			crrs: []CRR{{Name: "c1", Attempt: 1, Containers: []string{"log"}, Phase: "Completed", Created: t0, Completed: t0}},
-			want: want{verdict: VerdictAct, actions: []Action{crrFor("p", 2, "log")}, problems: []string{ReasonSidecarKillFailed},
+			want: want{verdict: VerdictAct, actions: []Action{crrFor("p", 2, "log"), recorded(0, 2, time.Time{})}, problems: []string{ReasonSidecarKillFailed},
 				failed: []string{"log"}},
 		},
 
@@ -141,7 +141,7 @@ func TestDecideRefusals(t *testing.T) {
 			pod:      withImage,
 			crrs:     []CRR{{Name: "c1", Attempt: 1, Containers: []string{"log"}, Phase: "Completed", Created: t0, Completed: t0}},
 			refusals: []Refusal{refused(policyNo, 3, now.Add(-time.Hour))},
-			want: want{verdict: VerdictAct, actions: []Action{crrFor("p", 2, "log")},
+			want: want{verdict: VerdictAct, actions: []Action{crrFor("p", 2, "log"), recorded(0, 2, time.Time{})},
 				problems: []string{ReasonSidecarKillFailed, ReasonSidecarKillFailed}, failed: []string{"log"}},
 		},
 	}

@@ -113,7 +113,12 @@ func (p Plan) killInOrder(in Input, sidecars, regular []Container) Plan {
 			// waits: kill's own follow-through handles a sidecar that stays.
 			break
 		}
-		until := later(start, issued).Add(bound)
+		// A stage issued by CRR holds the next one up until its CRRs' stop
+		// windows close as well: kruise-daemon may take a CRR up late, and
+		// its stop then drains for the grace period from there. The next
+		// stage's CRR, which stops the held-up sidecars too, would stop
+		// them a second time inside it.
+		until := later(later(start, issued).Add(bound), stageWindowEnd(in, s))
 		if in.Now.Before(until) {
 			status.Until = until
 			p.requeue(until.Sub(in.Now))
@@ -123,8 +128,8 @@ func (p Plan) killInOrder(in Input, sidecars, regular []Container) Plan {
 		// with the next stage, still stopping the late ones with it.
 		status.HeldUp = append(status.HeldUp, names(alive[s])...)
 		p.Problems = append(p.Problems, Problem{Reason: ReasonStopOrderHeldUp, Message: fmt.Sprintf(
-			"sidecars %v of stop-order stage %d still run %s after they were stopped (grace period plus %s); the later stages are stopped now",
-			names(alive[s]), s, bound, stageMargin)})
+			"sidecars %v of stop-order stage %d still run %s after they were stopped (grace period plus %s, or the stop window of the stage's ContainerRecreateRequests); the later stages are stopped now",
+			names(alive[s]), s, until.Sub(later(start, issued)), stageMargin)})
 		start = until
 	}
 	for s := status.Stage + 1; s <= len(order); s++ {
@@ -164,20 +169,29 @@ func (p Plan) killInOrder(in Input, sidecars, regular []Container) Plan {
 // The reconciler sends the actions in order and stops at a refused one, so
 // the stage's CRR is never created beside an earlier one still in flight.
 func (p Plan) stageActions(in Input, stage, markStage int, markAt time.Time) Plan {
-	var out []Action
+	var out, record []Action
 	var held []string
+	heldCreate := 0
 	for _, a := range p.Actions {
 		switch a.Kind {
+		case ActionRecordAttempt:
+			if a.Attempt == heldCreate && a.Began.IsZero() {
+				// The record of a create held back below.
+				continue
+			}
 		case ActionCreateCRR:
-			deletes, wait, until := clearEarlierCRRs(in, stage)
+			deletes, wait, until := clearEarlierCRRs(in, stage, p.Containers)
 			out = append(out, deletes...)
 			if len(wait) > 0 {
 				p.requeue(until.Sub(in.Now))
 				held = append(held, fmt.Sprintf("the ContainerRecreateRequest %s for %v waits: %s", a.CRRName, a.Containers, strings.Join(wait, "; ")))
-				if recordedAttempts(in.Pod, stage) < a.Attempt-1 {
+				heldCreate = a.Attempt
+				if prev := stageCRR(in.CRRs, stage, a.Attempt-1); prev != nil && !prev.Created.IsZero() {
 					// The failed attempt is recorded now, as kill does for a
 					// retry that waits its backoff.
-					p.RecordAttempts = AttemptsMark(stage, a.Attempt-1)
+					if r, ok := recordAttempt(in, stage, prev.Attempt, prev.Created); ok {
+						record = append(record, r)
+					}
 				}
 				continue
 			}
@@ -191,14 +205,50 @@ func (p Plan) stageActions(in Input, stage, markStage int, markAt time.Time) Pla
 		}
 		out = append(out, a)
 	}
-	p.Actions = out
+	var writes []Action
+	for _, a := range out {
+		if a.Kind == ActionRecordAttempt {
+			record = append(record, a)
+			continue
+		}
+		writes = append(writes, a)
+	}
+	p.Actions = writes
 	switch {
 	case len(held) == 0:
-		return p
-	case len(out) == 0:
-		return p.with(VerdictInProgress, strings.Join(held, "; "))
+	case len(writes) == 0:
+		p = p.with(VerdictInProgress, strings.Join(held, "; "))
+	default:
+		p = p.with(VerdictAct, "the main containers are done: "+describeActions(writes)+"; "+strings.Join(held, "; "))
 	}
-	return p.with(VerdictAct, "the main containers are done: "+describeActions(out)+"; "+strings.Join(held, "; "))
+	// The record is bookkeeping, not a stop: it leaves the verdict as it is.
+	p.Actions = append(p.Actions, record...)
+	return p
+}
+
+// stageCRR is the stage's CRR of that attempt, if the input has it.
+func stageCRR(crrs []CRR, stage, attempt int) *CRR {
+	for i := range crrs {
+		if crrs[i].Stage == stage && crrs[i].Attempt == attempt {
+			return &crrs[i]
+		}
+	}
+	return nil
+}
+
+// stageWindowEnd is when the last stop window of the stage's CRRs closes:
+// those the input has and the attempt the pod records for the stage.
+func stageWindowEnd(in Input, stage int) time.Time {
+	var end time.Time
+	for _, c := range in.CRRs {
+		if c.Stage == stage {
+			end = later(end, c.windowEnd(in))
+		}
+	}
+	if n, began := attemptRecord(in.Pod, stage); n > 0 && !began.IsZero() {
+		end = later(end, began.Add(StopWindow(in.Pod, in.Policy)))
+	}
+	return end
 }
 
 // clearEarlierCRRs returns the deletions of earlier stages' unfinished CRRs
@@ -212,9 +262,29 @@ func (p Plan) stageActions(in Input, stage, markStage int, markAt time.Time) Pla
 // when kruise-manager completes it. A refused deletion is sent again when its
 // backoff has passed; one given up on (an RBAC or policy without it) leaves
 // the wait to the earlier CRR's deadline: slower, still bounded.
-func clearEarlierCRRs(in Input, stage int) (deletes []Action, wait []string, next time.Time) {
+//
+// This is the one place that deletes a CRR of ours, and it keeps the stop
+// window (window.go): a CRR whose window is open and whose containers still
+// run is not deleted; the stage's CRR waits for its window to close.
+func clearEarlierCRRs(in Input, stage int, containers []Container) (deletes []Action, wait []string, next time.Time) {
+	terminated := func(name string) bool {
+		for _, c := range containers {
+			if c.Name == name {
+				return c.State == StateTerminated
+			}
+		}
+		return false
+	}
 	for _, c := range in.CRRs {
 		if c.Stage >= stage || c.Finished() {
+			continue
+		}
+		if !c.windowClosed(in, terminated) {
+			until := c.windowEnd(in)
+			if next.IsZero() || until.Before(next) {
+				next = until
+			}
+			wait = append(wait, fmt.Sprintf("%s of stage %d may still be stopping %v until %s", c.Name, c.Stage, c.Containers, until.UTC().Format(time.RFC3339)))
 			continue
 		}
 		r := deleteRefusal(in.Refusals, c.Name)

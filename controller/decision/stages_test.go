@@ -16,6 +16,11 @@ import (
 // (30 s) plus the margin (10 s).
 const stageBound = 40 * time.Second
 
+// crrWindow is a stage CRR's stop window at the default deadline and grace
+// period: deadline 1m, grace 30s, margin 10s. A stage stopped by CRR holds
+// the next one up at least that long from the CRR's creation.
+const crrWindow = time.Minute + 30*time.Second + 10*time.Second
+
 func ordered(order string) *podtest.Builder {
 	return podtest.Pod("p").Annotate(AnnotationStopOrder, order).Container("main", exited(0))
 }
@@ -99,8 +104,8 @@ func TestStopOrder(t *testing.T) {
 		"stage 1 being stopped, within its bound: the next waits": {
 			pod:  ordered("fluent-bit,istio-proxy").Container("fluent-bit", markCRR).Container("istio-proxy", markCRR).Build(),
 			crrs: []CRR{crrOfStage(1, 1, "Recreating", exitAt, "fluent-bit")},
-			want: stageWant{want: want{verdict: VerdictInProgress, requeue: exitAt.Add(stageBound).Sub(now)},
-				stage: 1, stopping: []string{"fluent-bit"}, next: []string{"istio-proxy"}, until: exitAt.Add(stageBound)},
+			want: stageWant{want: want{verdict: VerdictInProgress, requeue: exitAt.Add(time.Minute + time.Second).Sub(now)},
+				stage: 1, stopping: []string{"fluent-bit"}, next: []string{"istio-proxy"}, until: exitAt.Add(crrWindow)},
 		},
 		"stage 1 terminated, its CRR still Recreating: delete it, then stage 2's CRR": {
 			pod:  ordered("fluent-bit,istio-proxy").Container("fluent-bit", markCRR, exited(0)).Container("istio-proxy", markCRR).Build(),
@@ -115,10 +120,10 @@ func TestStopOrder(t *testing.T) {
 			want: stageWant{want: want{verdict: VerdictAct, actions: []Action{stageCRR(2, 1, "istio-proxy")}},
 				stage: 2, stopping: []string{"istio-proxy"}},
 		},
-		"stage 1 past its bound: a Warning names it, and stage 2 goes on with it": {
+		"stage 1 past its bound and its CRR's window: a Warning names it, and stage 2 goes on with it": {
 			pod:  ordered("fluent-bit,istio-proxy").Container("fluent-bit", markCRR).Container("istio-proxy", markCRR).Build(),
 			crrs: []CRR{crrOfStage(1, 1, "Recreating", exitAt, "fluent-bit")},
-			at:   exitAt.Add(stageBound),
+			at:   exitAt.Add(crrWindow),
 			want: stageWant{want: want{verdict: VerdictAct, problems: []string{ReasonStopOrderHeldUp}, actions: []Action{
 				deleteCRR(StageCRRName(podtest.Pod("p").Build(), 1, 1), 1, "fluent-bit"), stageCRR(2, 1, "fluent-bit", "istio-proxy")}},
 				stage: 2, stopping: []string{"fluent-bit", "istio-proxy"}},
@@ -183,7 +188,7 @@ func TestStopOrder(t *testing.T) {
 			},
 			at: exitAt.Add(2 * time.Minute),
 			want: stageWant{want: want{verdict: VerdictAct, problems: []string{ReasonSidecarKillFailed}, failed: []string{"istio-proxy"},
-				actions: []Action{stageCRR(2, 2, "istio-proxy")}}, stage: 2, stopping: []string{"istio-proxy"}},
+				actions: []Action{stageCRR(2, 2, "istio-proxy"), recorded(2, 2, time.Time{})}}, stage: 2, stopping: []string{"istio-proxy"}},
 		},
 		"the recorded attempts of stage 1 do not count for stage 2, nor stage 2's for stage 0": {
 			pod: ordered("fluent-bit,istio-proxy").Annotate(AnnotationCRRAttempts, "1:3").
@@ -194,24 +199,24 @@ func TestStopOrder(t *testing.T) {
 		"stage 2's recorded attempts count for stage 2 after kruise deleted its CRRs": {
 			pod: ordered("fluent-bit,istio-proxy").Annotate(AnnotationCRRAttempts, AttemptsMark(2, 3)).
 				Container("fluent-bit", markCRR, exited(0)).Container("istio-proxy", markCRR).Build(),
-			want: stageWant{want: want{verdict: VerdictNoPath, problems: []string{ReasonSidecarKillGaveUp, ReasonNoTerminationPath}},
-				stage: 2, stopping: []string{"istio-proxy"}},
+			want: stageWant{want: want{verdict: VerdictNoPath, problems: []string{ReasonSidecarKillFailed, ReasonSidecarKillGaveUp, ReasonNoTerminationPath},
+				failed: []string{"istio-proxy"}}, stage: 2, stopping: []string{"istio-proxy"}},
 		},
 		"three stages: the middle one runs while the first is done": {
 			pod: ordered("a,b,c").Container("a", markCRR, exited(0)).Container("b", markCRR).Container("c", markCRR).Build(),
 			crrs: []CRR{crrOfStage(1, 1, "Completed", exitAt, "a"),
 				crrOfStage(2, 1, "Recreating", now.Add(-time.Second), "b")},
-			want: stageWant{want: want{verdict: VerdictInProgress, requeue: stageBound - time.Second},
-				stage: 2, stopping: []string{"b"}, next: []string{"c"}, until: now.Add(stageBound - time.Second)},
+			want: stageWant{want: want{verdict: VerdictInProgress, requeue: time.Minute},
+				stage: 2, stopping: []string{"b"}, next: []string{"c"}, until: now.Add(crrWindow - time.Second)},
 		},
-		"the bound counts from the later of the stage's turn and its kill": {
+		"the bound counts from the later of the stage's turn and its kill, and lasts its CRR's window": {
 			pod: ordered("a,b,c").Container("a", markCRR, exited(0)).Container("b", markCRR).Container("c", markCRR).Build(),
 			// b's CRR predates a's exit (a was stopped when b's turn had not come: never in this
 			// controller, but the bound must not start before the turn).
 			crrs: []CRR{crrOfStage(2, 1, "Recreating", t0, "b")},
 			at:   exitAt.Add(stageBound - time.Second),
-			want: stageWant{want: want{verdict: VerdictInProgress, requeue: time.Second},
-				stage: 2, stopping: []string{"b"}, next: []string{"c"}, until: exitAt.Add(stageBound)},
+			want: stageWant{want: want{verdict: VerdictInProgress, requeue: t0.Add(time.Minute + time.Second).Sub(exitAt.Add(stageBound - time.Second))},
+				stage: 2, stopping: []string{"b"}, next: []string{"c"}, until: t0.Add(crrWindow)},
 		},
 
 		// Virtual node and image-only sidecars: one swap per stage, marked.
@@ -363,7 +368,7 @@ func TestExplainShowsTheStage(t *testing.T) {
 	}
 	out := sb.String()
 	for _, want := range []string{"Order:    fluent-bit -> istio-proxy", "Stage:    1 of 2, stopping [fluent-bit]",
-		"[istio-proxy] wait for [fluent-bit] until they terminate, or until " + exitAt.Add(stageBound).Format(time.RFC3339)} {
+		"[istio-proxy] wait for [fluent-bit] until they terminate, or until " + exitAt.Add(crrWindow).Format(time.RFC3339)} {
 		if !strings.Contains(out, want) {
 			t.Errorf("explain output lacks %q:\n%s", want, out)
 		}
@@ -502,8 +507,8 @@ func TestAFirstStageCRRThatWaitsRecordsNoAttempt(t *testing.T) {
 	if len(p.Actions) != 0 || p.Stage == nil || p.Stage.Stage != 2 || !strings.Contains(p.Reason, "waits") {
 		t.Fatalf("stage %+v, actions %+v, reason %q; want stage 2's CRR waiting", p.Stage, p.Actions, p.Reason)
 	}
-	if p.RecordAttempts != "" {
-		t.Errorf("records attempts %q for a first attempt", p.RecordAttempts)
+	if recordIn(p) != "" {
+		t.Errorf("records attempts %q for a first attempt", recordIn(p))
 	}
 }
 
@@ -522,8 +527,8 @@ func TestAStageRetryThatWaitsRecordsTheFailedAttempt(t *testing.T) {
 	now := exitAt.Add(time.Minute)
 	p := Decide(Input{Pod: pod, Node: normal, CRRAPI: true, Now: now, Policy: DefaultPolicy(), CRRs: []CRR{st1, st2},
 		Refusals: []Refusal{deleteRefused(1, now.Add(-time.Second))}})
-	if len(p.Actions) != 0 || p.RecordAttempts != AttemptsMark(2, 1) {
-		t.Errorf("actions %+v, records %q (%s); want the retry waiting and attempt 1 of stage 2 recorded", p.Actions, p.RecordAttempts, p.Reason)
+	if len(stopsIn(p)) != 0 || recordIn(p) != AttemptsMark(2, 1) {
+		t.Errorf("actions %+v, records %q (%s); want the retry waiting and attempt 1 of stage 2 recorded", p.Actions, recordIn(p), p.Reason)
 	}
 }
 
@@ -533,15 +538,16 @@ func TestAStageRetryThatWaitsRecordsTheFailedAttempt(t *testing.T) {
 // 45 s after its CRR (bound 40 s), until 60 s after it.
 func TestAStagesBoundCountsFromTheEarlierStagesLateFinish(t *testing.T) {
 	issued := exitAt.Add(50 * time.Second)
-	pod := ordered("a,b,c").Container("a", markCRR, podtest.Exited(137, issued.Add(20*time.Second))).
+	// a finishes late enough that the bound from its finish outlasts stage
+	// 2's CRR's window (issued + 1m40s).
+	pod := ordered("a,b,c").Container("a", markCRR, podtest.Exited(137, issued.Add(70*time.Second))).
 		Container("b", markCRR, podtest.Running()).Container("c", markCRR, podtest.Running()).Build()
 	st1 := crrOfStage(1, 1, "Completed", exitAt.Add(time.Second), "a")
 	st1.Completed = exitAt.Add(61 * time.Second)
 	st2 := crrOfStage(2, 1, "Recreating", issued, "b")
-	st2.Deadline = 10 * time.Minute
-	p := Decide(Input{Pod: pod, Node: normal, CRRAPI: true, Now: issued.Add(45 * time.Second), Policy: DefaultPolicy(), CRRs: []CRR{st1, st2}})
-	if p.Stage == nil || p.Stage.Stage != 2 || len(p.Stage.HeldUp) != 0 || !p.Stage.Until.Equal(issued.Add(60*time.Second)) {
-		t.Errorf("stage %+v, want stage 2 holding stage 3 up until %s", p.Stage, issued.Add(60*time.Second))
+	p := Decide(Input{Pod: pod, Node: normal, CRRAPI: true, Now: issued.Add(105 * time.Second), Policy: DefaultPolicy(), CRRs: []CRR{st1, st2}})
+	if p.Stage == nil || p.Stage.Stage != 2 || len(p.Stage.HeldUp) != 0 || !p.Stage.Until.Equal(issued.Add(110*time.Second)) {
+		t.Errorf("stage %+v, want stage 2 holding stage 3 up until %s", p.Stage, issued.Add(110*time.Second))
 	}
 }
 

@@ -44,11 +44,11 @@ func TestAStopUnderWayIsWaitedFor(t *testing.T) {
 		"never taken up, completed at its deadline: failed kill, swap at once": {
 			crr: crr("Completed"), at: deadline.Add(time.Second),
 			want: want{verdict: VerdictAct, problems: []string{ReasonSidecarKillFailed}, failed: []string{"log"}, actions: swap}},
-		"past its deadline, its completion not seen yet: wait for it a moment": {
+		"past its deadline, its completion not seen yet: wait its stop window out (a pickup just before the deadline)": {
 			crr: crr(""), at: deadline.Add(time.Second),
-			want: want{verdict: VerdictInProgress, requeue: 9 * time.Second}},
-		"past its deadline and the wait, still not completed (kruise-manager down): failed kill, swap": {
-			crr: crr(""), at: deadline.Add(10 * time.Second),
+			want: want{verdict: VerdictInProgress, requeue: 39 * time.Second}},
+		"past its stop window, still not completed (kruise-manager down): failed kill, swap": {
+			crr: crr(""), at: deadline.Add(40 * time.Second),
 			want: want{verdict: VerdictAct, problems: []string{ReasonSidecarKillFailed}, failed: []string{"log"}, actions: swap}},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -34,8 +34,8 @@ func TestAnUnseenCRRIsWaitedForItsDeadlineAndAGracePeriod(t *testing.T) {
 		at     time.Time
 		want   want
 	}{
-		"in the cache, past its deadline and the wait for its completion: failed kill, swap": {
-			crr: crr("Recreating", false, stopping), crrAPI: true, at: deadline.Add(10 * time.Second), want: failedSwap},
+		"in the cache, past its stop window, its completion never shown: failed kill, swap": {
+			crr: crr("Recreating", false, stopping), crrAPI: true, at: deadline.Add(40 * time.Second), want: failedSwap},
 		"unseen, before its deadline: in flight": {
 			crr: crr("Recreating", true, stopping), crrAPI: true, at: deadline.Add(-time.Second),
 			want: want{verdict: VerdictInProgress, requeue: 2 * time.Second}},

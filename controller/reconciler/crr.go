@@ -105,7 +105,9 @@ func (r *Reconciler) newCRR(pod *corev1.Pod, a decision.Action) *kruisev1alpha1.
 	// kruise-daemon's grace period, which kruise's webhook would default to
 	// the pod's: written here so the deadline above is seen to cover it.
 	grace := int64(decision.PodGrace(pod) / time.Second)
-	ttl := int32(r.cfg.CRRTTLAfterFinished / time.Second)
+	// The CRR lives until its stop window closes, whatever the setting:
+	// it is the evidence that a stop may be under way (decision/window.go).
+	ttl := int32(decision.CRRTTL(pod, r.cfg.Policy, r.cfg.CRRTTLAfterFinished) / time.Second)
 	crr := &kruisev1alpha1.ContainerRecreateRequest{}
 	crr.Namespace, crr.Name = pod.Namespace, a.CRRName
 	crr.Labels = map[string]string{LabelManagedBy: ManagedByValue, LabelPodUID: string(pod.UID), LabelAttempt: strconv.Itoa(a.Attempt)}

@@ -31,12 +31,12 @@ import (
 //     deleted as finished; the decision is given the remembered ones the
 //     cache no longer shows.
 //   - A CRR not yet in the cache, while the pod's annotation already records
-//     its attempt (decision.AnnotationCRRAttempts is written before a retry's
-//     CRR is created): after a restart, or a create that timed out but was
-//     applied. The decision reads such an attempt as deleted since, a failed
-//     kill, and would make the next attempt beside it. So before a plan makes
-//     attempt n > 1 with no attempt n-1 known, that CRR is read from the API
-//     server (one GET, on the retry path only) and, if it exists, remembered.
+//     its attempt (decision.AnnotationCRRAttempts, written after a retry's
+//     CRR was created, or another replica's): after a restart, or a create
+//     that timed out but was applied. The decision counts such an attempt's
+//     window from the time the record holds; before a plan makes attempt
+//     n > 1 with no attempt n-1 known, that CRR is read from the API server
+//     (one GET, on the retry path only) and, if it exists, remembered.
 
 // createdAfterAll reports whether a CRR create that got no answer (a timeout,
 // a broken connection) was applied all the same: the API server is asked (one
@@ -88,7 +88,9 @@ func (r *Reconciler) noteCRRs(pod *corev1.Pod, mem *podMemory) error {
 // its CRR informer brought the other (soak seed 140). And the next stage's
 // CRR (decision.LaterStageCRR), which another replica made after it found
 // this stage held up and deleted its CRR, while this replica's caches show
-// neither (soak seed 313): one GET before each stage's CRR but the last's.
+// neither (soak seed 313): one GET before each stage's CRR but the last's,
+// on the happy path too (stopwindow_test.go says why it stays), and from the
+// third stage on one more of the stage this replica deleted.
 func (r *Reconciler) seeUnseenCRR(ctx context.Context, pod *corev1.Pod, mem *podMemory, plan decision.Plan) (bool, error) {
 	live, ok := r.write.(LiveChecker)
 	if !ok {

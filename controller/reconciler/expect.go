@@ -152,7 +152,7 @@ func (r *Reconciler) appliedLive(ctx context.Context, pod *corev1.Pod, mem *podM
 			if !apierrors.IsNotFound(err) {
 				return false, err
 			}
-		case decision.ActionSwapImage, decision.ActionSettlePhase:
+		case decision.ActionSwapImage, decision.ActionSettlePhase, decision.ActionRecordAttempt:
 			if livePod == nil {
 				p, err := live.LivePod(ctx, pod.Namespace, pod.Name)
 				if apierrors.IsNotFound(err) {
@@ -186,6 +186,8 @@ func podShows(pod *corev1.Pod, a decision.Action) bool {
 		return true
 	case decision.ActionSettlePhase:
 		return decision.HasSidecarTerminatedCondition(pod)
+	case decision.ActionRecordAttempt:
+		return decision.AttemptRecorded(pod, a.Stage, a.Attempt)
 	}
 	return false
 }
@@ -200,7 +202,7 @@ func podShows(pod *corev1.Pod, a decision.Action) bool {
 // never gets here; a correction costs one read.
 func (r *Reconciler) recheckCorrection(ctx context.Context, pod *corev1.Pod, mem *podMemory, plan decision.Plan, now time.Time) (*corev1.Pod, decision.Plan, error) {
 	live, ok := r.write.(LiveChecker)
-	if !ok || len(plan.FailedKills) == 0 || (len(plan.Actions) == 0 && plan.RecordAttempts == "") {
+	if !ok || len(plan.FailedKills) == 0 || len(plan.Actions) == 0 {
 		return pod, plan, nil
 	}
 	p, err := live.LivePod(ctx, pod.Namespace, pod.Name)

@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
 )
@@ -26,10 +25,10 @@ type jsonPatchOp struct {
 // reordered container list, fails the whole patch instead of being overwritten.
 //
 // stageMark, when set, is recorded in the pod's stop-stage annotation by the
-// same patch. Only pods with a stop order get one, so their annotations exist
-// and the add op has a parent.
-func swapPatch(uid types.UID, swaps []decision.Swap, stageMark string) ([]byte, error) {
-	ops := []jsonPatchOp{{Op: "test", Path: "/metadata/uid", Value: uid}}
+// same patch, as a compare-and-swap on the value read: another replica's
+// later mark is never moved back.
+func swapPatch(pod *corev1.Pod, swaps []decision.Swap, stageMark string) ([]byte, error) {
+	ops := []jsonPatchOp{{Op: "test", Path: "/metadata/uid", Value: pod.UID}}
 	for _, s := range swaps {
 		base := fmt.Sprintf("/spec/containers/%d", s.Index)
 		ops = append(ops,
@@ -38,9 +37,36 @@ func swapPatch(uid types.UID, swaps []decision.Swap, stageMark string) ([]byte, 
 			jsonPatchOp{Op: "replace", Path: base + "/image", Value: s.To})
 	}
 	if stageMark != "" {
-		ops = append(ops, jsonPatchOp{Op: "add", Path: "/metadata/annotations/" + jsonPointerEscape(decision.AnnotationStopStage), Value: stageMark})
+		ops = append(ops, annotationOps(pod, decision.AnnotationStopStage, stageMark)...)
 	}
 	return json.Marshal(ops)
+}
+
+// annotationPatch sets one annotation of the pod by compare-and-swap: guarded
+// by the pod's UID and by the annotation's value as read. noMap: the pod has
+// no annotations at all, and the patch adds the map (guarded by a test that
+// there is none) rather than one key of it.
+func annotationPatch(pod *corev1.Pod, key, value string, noMap bool) ([]byte, error) {
+	ops := []jsonPatchOp{{Op: "test", Path: "/metadata/uid", Value: pod.UID}}
+	if noMap {
+		ops = append(ops,
+			jsonPatchOp{Op: "test", Path: "/metadata/annotations", Value: nil},
+			jsonPatchOp{Op: "add", Path: "/metadata/annotations", Value: map[string]string{key: value}})
+		return json.Marshal(ops)
+	}
+	return json.Marshal(append(ops, annotationOps(pod, key, value)...))
+}
+
+// annotationOps set the annotation to value if it still holds what the pod
+// read shows: the old value, or none (a test of null passes on a member that
+// is absent, as the API server's JSON patch applies it). The pod's
+// annotations map must exist.
+func annotationOps(pod *corev1.Pod, key, value string) []jsonPatchOp {
+	path := "/metadata/annotations/" + jsonPointerEscape(key)
+	if old, ok := pod.Annotations[key]; ok {
+		return []jsonPatchOp{{Op: "test", Path: path, Value: old}, {Op: "replace", Path: path, Value: value}}
+	}
+	return []jsonPatchOp{{Op: "test", Path: path, Value: nil}, {Op: "add", Path: path, Value: value}}
 }
 
 // settlePatch sets a terminal phase and the SidecarTerminated condition,

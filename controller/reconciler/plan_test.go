@@ -63,7 +63,7 @@ func TestACorrectionIsDecidedAgainOnTheLivePod(t *testing.T) {
 		FinishedAt: metav1.NewTime(podtest.Epoch.Add(12 * time.Second))}}
 	replaced := pod.DeepCopy()
 	replaced.UID, replaced.ResourceVersion = "p-uid-2", "7"
-	retry := "annotate " + decision.AnnotationCRRAttempts + ",crr " + decision.CRRName(pod, 2)
+	retry := "crr " + decision.CRRName(pod, 2) + ",annotate " + decision.AnnotationCRRAttempts
 	record := "annotate " + decision.AnnotationCRRAttempts
 	for name, tc := range map[string]struct {
 		live *corev1.Pod

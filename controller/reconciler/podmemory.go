@@ -12,9 +12,13 @@ import (
 	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
 )
 
-// podMemory is what the reconciler remembers of one pod between syncs. It is
-// only an optimisation against lag and event spam: losing it (a restart) is
-// safe. Its fields are read and written here only, by the methods below,
+// podMemory is what the reconciler remembers of one pod between syncs: the
+// writes the cache has not shown, the refusals, the CRRs seen. Losing it (a
+// restart, a new leader) is safe only as far as the objects carry the stop
+// window (decision/window.go): every CRR outlives its window and a retry is
+// recorded on the pod, so a new leader sees every stop that may be under way,
+// unless a third party deleted a first attempt's CRR inside its window.
+// Its fields are read and written here only, by the methods below,
 // named for the moments of a sync:
 //
 //   - made: newPodMemory, when a pod is first synced or replaced by another
@@ -31,7 +35,7 @@ import (
 //   - a seen CRR: seeCRR, madeCRR, liveCRRSeen, and the reads hasCRRs,
 //     knowsCRR, crr, refusedEarlierStages, deletedEarlierStages;
 //   - the record of a decision: firstWarning, firstFailedKill, swapped,
-//     attemptsRecorded/recordedAttempts, waiting/waitingSinceTime,
+//     waiting/waitingSinceTime,
 //     lookForSecond, secondFound, noteSecond, and the tracked flag
 //     (isTracked/setTracked).
 type podMemory struct {
@@ -51,9 +55,6 @@ type podMemory struct {
 	// swappedAt: when each sidecar was swapped (or, after a restart, first
 	// seen swapped), for the swap's follow-through.
 	swappedAt map[string]time.Time
-	// attemptsMark is the AnnotationCRRAttempts value last written for a
-	// failed kill, so a lagging cache does not have it written twice.
-	attemptsMark string
 	// OpenKruise's SidecarTerminator's CRR for the pod, once found (second.go).
 	second       *decision.SecondTerminator
 	secondLooked int
@@ -363,11 +364,6 @@ func (m *podMemory) firstFailedKill(container string) bool {
 	m.failed[container] = true
 	return true
 }
-
-// attemptsRecorded reports whether this attempts mark was written already;
-// recordedAttempts remembers that it was.
-func (m *podMemory) attemptsRecorded(mark string) bool { return m.attemptsMark == mark }
-func (m *podMemory) recordedAttempts(mark string)      { m.attemptsMark = mark }
 
 // waiting records when the pod's wait began (zero: it does not wait);
 // waitingSinceTime reads it.

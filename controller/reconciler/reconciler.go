@@ -37,8 +37,9 @@ type Config struct {
 	Policy decision.Policy
 	// VirtualNodeSelector picks the virtual-kubelet nodes.
 	VirtualNodeSelector labels.Selector
-	// CRRTTLAfterFinished is written on each CRR; kruise deletes it that long
-	// after it finished. It outlives the retries, which count earlier CRRs.
+	// CRRTTLAfterFinished is written on each CRR, raised per pod to the CRR's
+	// stop window (decision.CRRTTL); kruise deletes it that long after it
+	// finished.
 	CRRTTLAfterFinished time.Duration
 	// ExpectationTimeout is how long a write may stay unseen in the cache
 	// before the pod is decided afresh.
@@ -95,8 +96,10 @@ func New(cfg Config, r Reader, w Writer, events Recorder, metrics *Metrics, clk 
 // Sync brings one pod closer to done. It returns when to look again even if
 // nothing changes (zero for never), or an error to retry with backoff.
 //
-// One sync reads the pod and its memory (podmemory.go), decides, records
-// the decision, acts on it, and the memory records each write's answer.
+// One sync observes the pod, its CRRs and its memory (podmemory.go) as one
+// decision.Input, decides, confirms live what the plan may have missed
+// (seeUnseenCRR), acts on it, and the memory absorbs each write's answer
+// (docs/design.md, "One sync").
 func (r *Reconciler) Sync(ctx context.Context, key cache.ObjectName) (time.Duration, error) {
 	logger := klog.FromContext(ctx).WithValues("pod", key.String())
 	// Read: the pod from the cache, and what is remembered of it; wait while
@@ -128,7 +131,7 @@ func (r *Reconciler) Sync(ctx context.Context, key cache.ObjectName) (time.Durat
 		if pod, plan, err = r.decide(ctx, pod, mem, now, pass); err != nil {
 			return 0, err
 		}
-		r.record(ctx, logger, key, pod, mem, plan, now)
+		r.record(logger, key, pod, mem, plan, now)
 		refused, err := r.actOn(ctx, logger, pod, mem, plan, pass)
 		if err != nil {
 			return 0, err
@@ -178,9 +181,9 @@ func (r *Reconciler) decide(ctx context.Context, pod *corev1.Pod, mem *podMemory
 
 // record makes the decision visible and remembered before any write: the
 // swaps found made, the metrics and the pods-tracked gauge, the pod's wait,
-// the Warnings and the log line, a second terminator, and a failed kill's
-// attempt count on the pod.
-func (r *Reconciler) record(ctx context.Context, logger klog.Logger, key cache.ObjectName, pod *corev1.Pod, mem *podMemory, plan decision.Plan, now time.Time) {
+// the Warnings and the log line, a second terminator. It writes nothing to
+// the API: every write is an action (act).
+func (r *Reconciler) record(logger klog.Logger, key cache.ObjectName, pod *corev1.Pod, mem *podMemory, plan decision.Plan, now time.Time) {
 	for _, c := range plan.SwapsUnseen {
 		since := plan.SwapsSince
 		if since.IsZero() {
@@ -193,7 +196,6 @@ func (r *Reconciler) record(ctx context.Context, logger klog.Logger, key cache.O
 	r.noteWaiting(mem, plan)
 	r.report(logger, pod, mem, plan)
 	r.noteSecondTerminator(logger, mem, plan)
-	r.recordAttempts(ctx, logger, pod, mem, plan)
 }
 
 // actOn carries out the plan's actions in order, up to the first refused
@@ -259,6 +261,14 @@ func (r *Reconciler) report(logger klog.Logger, pod *corev1.Pod, mem *podMemory,
 // returned as an error: retrying it blindly is what the decision is for.
 func (r *Reconciler) act(ctx context.Context, logger klog.Logger, pod *corev1.Pod, mem *podMemory, plan decision.Plan, a decision.Action) (refused bool, _ error) {
 	method := string(a.Kind)
+	if a.Kind == decision.ActionRecordAttempt && a.Began.IsZero() {
+		// The record of the create just made: it began when the create was
+		// answered, no earlier than kruise's creation time.
+		a.Began = r.clock.Now()
+		if name := decision.StageCRRName(pod, a.Stage, a.Attempt); mem.knowsCRR(name) {
+			a.Began = mem.crr(name).Created
+		}
+	}
 	mem.expect(a, r.clock.Now)
 	err := r.send(ctx, pod, a)
 	result := ResultSuccess
@@ -314,23 +324,30 @@ func (r *Reconciler) act(ctx context.Context, logger klog.Logger, pod *corev1.Po
 func (r *Reconciler) send(ctx context.Context, pod *corev1.Pod, a decision.Action) error {
 	switch a.Kind {
 	case decision.ActionCreateCRR:
-		// The attempt count lives in the CRRs, which kruise deletes after
-		// ttlSecondsAfterFinished: a sidecar that keeps coming back would get
-		// fresh attempts each time. So a retry (attempt 2 and up, made only
-		// after a kill failed) first records its number on the pod, where the
-		// decision reads it (decision.AnnotationCRRAttempts); it survives the
-		// CRRs and a controller restart. The first attempt writes nothing
-		// more: the happy path stays one write per pod.
-		if mark := decision.AttemptsMark(a.Stage, a.Attempt); a.Attempt > 1 && pod.Annotations[decision.AnnotationCRRAttempts] != mark {
-			if err := r.write.AnnotatePod(ctx, pod.Namespace, pod.Name, pod.UID, decision.AnnotationCRRAttempts, mark); err != nil {
-				return err
-			}
-		}
 		return r.write.CreateCRR(ctx, r.newCRR(pod, a), a.ReadPodFirst)
+	case decision.ActionRecordAttempt:
+		// A compare-and-swap on the record the decision read: a replica
+		// whose view is older never moves it back (decision/window.go).
+		// The cache keeps only our annotations, so a pod that shows none may
+		// have others: the key is added to the map first, and the map itself
+		// only if the pod has none at all.
+		value := decision.AttemptRecord(a.Stage, a.Attempt, a.Began)
+		patch, err := annotationPatch(pod, decision.AnnotationCRRAttempts, value, false)
+		if err != nil {
+			return err
+		}
+		err = r.write.PatchPod(ctx, pod.Namespace, pod.Name, patch)
+		if err == nil || len(pod.Annotations) > 0 || !testOpFailed(err) {
+			return err
+		}
+		if patch, err = annotationPatch(pod, decision.AnnotationCRRAttempts, value, true); err != nil {
+			return err
+		}
+		return r.write.PatchPod(ctx, pod.Namespace, pod.Name, patch)
 	case decision.ActionDeleteCRR:
 		return r.write.DeleteCRR(ctx, pod.Namespace, a.CRRName)
 	case decision.ActionSwapImage:
-		patch, err := swapPatch(pod.UID, a.Swaps, a.StageMark)
+		patch, err := swapPatch(pod, a.Swaps, a.StageMark)
 		if err != nil {
 			return err
 		}
@@ -360,6 +377,9 @@ func describe(a decision.Action) string {
 		return fmt.Sprintf("Stopping sidecars %v: created ContainerRecreateRequest %s (attempt %d); kruise-daemon stops them", a.Containers, a.CRRName, a.Attempt)
 	case decision.ActionDeleteCRR:
 		return fmt.Sprintf("Deleted ContainerRecreateRequest %s of stop-order stage %d (for %v), whose turn is over, so that kruise-daemon takes up the next stage's", a.CRRName, a.Stage, a.Containers)
+	case decision.ActionRecordAttempt:
+		return fmt.Sprintf("Recorded ContainerRecreateRequest attempt %d of stop-order stage %d, begun at %s, on the pod (%s), so that the count and the attempt's stop window outlive its CRR",
+			a.Attempt, a.Stage, a.Began.UTC().Format(time.RFC3339), decision.AnnotationCRRAttempts)
 	case decision.ActionSwapImage:
 		return fmt.Sprintf("Stopping sidecars %v: swapped their image for the quick-exit image %s", a.Containers, a.Swaps[0].To)
 	case decision.ActionSettlePhase:

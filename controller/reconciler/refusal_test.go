@@ -74,6 +74,10 @@ func (w *world) DeleteCRR(_ context.Context, _, name string) error {
 }
 func (w *world) PatchPod(_ context.Context, _, _ string, patch []byte) error {
 	w.patches = append(w.patches, string(patch))
+	if strings.Contains(string(patch), "sidecar-terminator.io~1crr-attempts") || strings.Contains(string(patch), `"`+decision.AnnotationCRRAttempts+`"`) {
+		// The attempt record: a compare-and-swap of one annotation.
+		return w.answer("annotate " + decision.AnnotationCRRAttempts)
+	}
 	return w.answer("swap")
 }
 func (w *world) PatchPodStatus(context.Context, string, string, []byte) error {
@@ -124,14 +128,15 @@ func newFixtureWriting(w *world, writer reconciler.Writer) *fixture {
 }
 
 // stageTwoRefused runs the first sync of a shipperPod whose stage 1 CRR the
-// cache shows, 40 s after the main's exit: stage 1's CRR is deleted and
+// cache shows, once that CRR's stop window has closed (1m40s after the
+// main's exit) with the shipper still running: stage 1's CRR is deleted and
 // stage 2's create is refused (500). It returns both CRRs' names.
 func stageTwoRefused(t *testing.T, f *fixture) (st1, st2 string) {
 	t.Helper()
 	st1, st2 = decision.StageCRRName(f.w.pod, 1, 1), decision.StageCRRName(f.w.pod, 2, 1)
 	f.w.crrs = []*kruisev1alpha1.ContainerRecreateRequest{stageCRR(st1, 1, "fluent-bit")}
 	f.w.answers["crr "+st2] = []error{apierrors.NewInternalError(context.DeadlineExceeded)}
-	f.clock.SetTime(podtest.Epoch.Add(10*time.Second + 40*time.Second))
+	f.clock.SetTime(podtest.Epoch.Add(10*time.Second + decision.StopWindow(f.w.pod, decision.DefaultPolicy())))
 	f.sync(t)
 	if got, want := strings.Join(f.w.sent, ","), "delete "+st1+",crr "+st2; got != want {
 		t.Fatalf("first sync: writes %s, want %s", got, want)
@@ -313,8 +318,9 @@ func TestAttemptsSurviveDeletedCRRs(t *testing.T) {
 	}
 }
 
-// Issue item 3: a retry records its attempt on the pod before its CRR; the
-// first attempt writes nothing more (one write per pod on the happy path).
+// A retry records its attempt on the pod once its CRR is made (a refused
+// create claims no attempt); the first attempt writes nothing more (one
+// write per pod on the happy path).
 func TestRetryRecordsItsAttemptFirstAttemptDoesNot(t *testing.T) {
 	f := newFixture(jobPod(markCRR))
 	f.sync(t)
@@ -325,7 +331,7 @@ func TestRetryRecordsItsAttemptFirstAttemptDoesNot(t *testing.T) {
 	pod.Annotations = map[string]string{decision.AnnotationCRRAttempts: "1"} // as after a restart, CRR 1 deleted
 	g := newFixture(pod)
 	g.sync(t)
-	want := []string{"annotate " + decision.AnnotationCRRAttempts, "crr " + decision.CRRName(pod, 2)}
+	want := []string{"crr " + decision.CRRName(pod, 2), "annotate " + decision.AnnotationCRRAttempts}
 	if strings.Join(g.w.sent, ",") != strings.Join(want, ",") {
 		t.Fatalf("retry wrote %v, want %v", g.w.sent, want)
 	}
@@ -505,7 +511,7 @@ func (f *fixture) creates() int {
 // With --crr-retry-backoff=0 a refused CRR may be sent again at once, so
 // the refusals no longer end a sync's passes by themselves: the passes are
 // capped (the first, and one per kind of write whose refusal is remembered:
-// CRR, swap, settle, delete, so five), the pod is looked at again soon, not
+// CRR, swap, settle, delete, the attempt record, so six), the pod is looked at again soon, not
 // never, and the refusals still end in a give-up Warning.
 func TestRefusalPassesAreCappedPerSync(t *testing.T) {
 	cfg := reconciler.DefaultConfig()
@@ -516,8 +522,8 @@ func TestRefusalPassesAreCappedPerSync(t *testing.T) {
 		f.w.answers[crr] = append(f.w.answers[crr], kruisetest.WebhookDown())
 	}
 	after := f.sync(t)
-	if got := f.creates(); got != 5 {
-		t.Fatalf("one sync sent %d refused creates, want 5 (the first pass and one per refusal kind)", got)
+	if got := f.creates(); got != 6 {
+		t.Fatalf("one sync sent %d refused creates, want 6 (the first pass and one per refusal kind)", got)
 	}
 	if after <= 0 {
 		t.Fatalf("after the capped passes: requeue %s, want a later look (a zero backoff must not mean never)", after)
