@@ -239,3 +239,26 @@ func TestSidecarThatFailsASucceededPodIsAWarning(t *testing.T) {
 		}
 	}
 }
+
+func TestExplainNamesTheJobsRule(t *testing.T) {
+	pod := podtest.Pod("p").OwnedByJob("j").Container("main", exited(1)).Container("proxy", markCRR, podtest.Running()).Build()
+	job := &JobFacts{Name: "ns/j", Policy: &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{onExit(skip, "", in, 137, 143)}}}
+	for name, tc := range map[string]struct {
+		job  *JobFacts
+		want []string
+	}{
+		"before the read": {want: []string{"Job:      j is read before the ContainerRecreateRequest"}},
+		"after the read": {job: job, want: []string{`Job:      Job ns/j's podFailurePolicy rule 0 (Ignore) would read sidecar "proxy"'s exit code 143`,
+			"the phase is settled from the main containers before the stop", "Action:   phase settled to Failed from the main containers before sidecars [proxy] are stopped"}},
+	} {
+		var b strings.Builder
+		if err := Decide(Input{Pod: pod, Node: normal, CRRAPI: true, Now: now, Policy: DefaultPolicy(), Job: tc.job}).Explain(&b); err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(b.String(), w) {
+				t.Errorf("%s: explain lacks %q:\n%s", name, w, b.String())
+			}
+		}
+	}
+}
