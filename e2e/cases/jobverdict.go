@@ -19,37 +19,47 @@ import (
 // JobVerdictFeatures run the Job's podFailurePolicy against the real Job
 // controller (docs/job-verdict.md): a main that fails with a code the
 // policy retries, and a sidecar that ignores SIGTERM, stopped by a CRR (so
-// it would end 137). With the rule on every container the pod's phase must
-// be settled from the mains before the stop, and the Job retried until
-// backoffLimit; with the rule on the main the stop reads nothing, and no
-// settle is written (the apiserver's audit log, auditLog()).
+// it would end 137). With a rule on every container (FailJob NotIn [0 1],
+// Ignore In [137 143]) the pod's phase must be settled from the mains before
+// the stop, and the Job retried until backoffLimit; with the rule on the
+// main the stop reads nothing, and no settle is written (the apiserver's
+// audit log, auditLog()).
 func JobVerdictFeatures(auditLog func() string) []features.Feature {
-	anyContainer := ""
-	return []features.Feature{
-		jobVerdictFeature("job-verdict-any-container", anyContainer, true, auditLog),
-		jobVerdictFeature("job-verdict-main-only", "main", false, auditLog),
+	failJob := func(container string) batchv1.PodFailurePolicyRule {
+		return onExitCodes(batchv1.PodFailurePolicyActionFailJob, container, batchv1.PodFailurePolicyOnExitCodesOpNotIn, 0, 1)
 	}
+	// Ignore on the signal codes, a common way not to count evictions and
+	// OOM kills: a main's real failure (3) must still count.
+	ignoreSignals := onExitCodes(batchv1.PodFailurePolicyActionIgnore, "", batchv1.PodFailurePolicyOnExitCodesOpIn, 137, 143)
+	return []features.Feature{
+		jobVerdictFeature("job-verdict-any-container", failJob(""), 1, true, auditLog),
+		jobVerdictFeature("job-verdict-main-only", failJob("main"), 1, false, auditLog),
+		jobVerdictFeature("job-verdict-ignore-signals", ignoreSignals, 3, true, auditLog),
+	}
+}
+
+func onExitCodes(action batchv1.PodFailurePolicyAction, container string, op batchv1.PodFailurePolicyOnExitCodesOperator, values ...int32) batchv1.PodFailurePolicyRule {
+	req := &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: op, Values: values}
+	if container != "" {
+		req.ContainerName = &container
+	}
+	return batchv1.PodFailurePolicyRule{Action: action, OnExitCodes: req}
 }
 
 // jobVerdictBackoffLimit: three pods, each failed by its main's exit 1.
 const jobVerdictBackoffLimit = 2
 
-func jobVerdictFeature(name, container string, settles bool, auditLog func() string) features.Feature {
+func jobVerdictFeature(name string, rule batchv1.PodFailurePolicyRule, mainExit int, settles bool, auditLog func() string) features.Feature {
 	backoff := int32(jobVerdictBackoffLimit)
 	js := JobSpec{Name: name, BackoffLimit: &backoff, GracePeriodSeconds: 3,
-		Containers: []Container{Main("main", 1, 1), Sidecar("proxy", "ignore", true)}}
+		Containers: []Container{Main("main", 1, mainExit), Sidecar("proxy", "ignore", true)}}
 	return features.New(name).
 		WithLabel("type", "job-verdict").
 		Setup(createNamespace(&js)).
 		Assess("the Job is retried and fails by backoffLimit, never by the stop's exit", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			cl := mustClients(t, cfg)
 			job := js.Build()
-			req := &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpNotIn, Values: []int32{0, 1}}
-			if container != "" {
-				req.ContainerName = &container
-			}
-			job.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{
-				{Action: batchv1.PodFailurePolicyActionFailJob, OnExitCodes: req}}}
+			job.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{rule}}
 			if _, err := cl.Kube.BatchV1().Jobs(js.Namespace).Create(ctx, job, metav1.CreateOptions{}); err != nil {
 				t.Fatalf("create job %s: %v", js.Name, err)
 			}
@@ -78,7 +88,7 @@ func jobVerdictFeature(name, container string, settles bool, auditLog func() str
 					t.Errorf("pod %s: SidecarTerminated condition %v, want %v (phase settled before the stop)", p.Name, got, settles)
 				}
 				code, _ := ExitCode(&p, "proxy")
-				t.Logf("pod %s: phase %s, main exit 1, proxy exit %d, settled %v", p.Name, p.Status.Phase, code, hasCondition(&p, "SidecarTerminated"))
+				t.Logf("pod %s: phase %s, main exit %d, proxy exit %d, settled %v", p.Name, p.Status.Phase, mainExit, code, hasCondition(&p, "SidecarTerminated"))
 			}
 			// The controller's writes in the namespace, from the audit log:
 			// a settle is a patch of pods/status; none where no rule reads the stop.
