@@ -35,6 +35,7 @@ test: lint build ## Everything: unit tests, simulator, real API server and real-
 	$(GO) test -count=1 -timeout 20m $$($(GO) list ./... | grep -v /e2e/)
 	@# The restart rules and the stop's safety vs the kubelet of each supported release (a module of its own, a go.mod per release).
 	cd hack/kubeletrules && for m in go.v1.35.mod go.v1.36.mod go.mod; do $(GO) test -count=1 -modfile=$$m -v ./... || exit 1; done
+	cd hack/jobverdict && $(GO) test -count=1 -v ./... # the Job verdict rule vs the real Job controller (a module of its own, as kubeletrules)
 	cd controller/deploy/promrules && $(GO) vet ./... && $(GO) test -count=1 ./... # the chart's alerts vs Prometheus' rule parser (a module of its own)
 	cd e2e/bench/plot && $(GO) vet ./... && $(GO) test -count=1 ./... # make bench's latency plot (a module of its own: gonum's plot)
 	@# The cluster's binaries first, outside any test's timeout: cold, they are most of the run.

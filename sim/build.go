@@ -45,6 +45,7 @@ func (s *Sim) buildPod(name string, uid types.UID, nodeName string, t *Template)
 	for _, c := range t.Containers {
 		pod.Spec.Containers = append(pod.Spec.Containers, s.buildContainer(pod, c))
 	}
+	s.ownByJob(pod, t)
 	return pod
 }
 

@@ -219,6 +219,7 @@ func (ch *Checker) podChanged(e *podEntry, old *corev1.Pod) {
 	phase := e.obj.Status.Phase
 	if tr.terminalAt.IsZero() && (phase == corev1.PodSucceeded || phase == corev1.PodFailed) {
 		tr.terminalAt = s.now()
+		ch.jobVerdict(e)
 		ch.settle(e)
 		// The Job controller's ttlSecondsAfterFinished: finished pods go,
 		// as in a real cluster, so a long run does not hold every pod.

@@ -17,6 +17,8 @@ type Stats struct {
 	dropped int
 	// liveReads are the controller's reads past its cache (LiveChecker).
 	liveReads int
+	// jobReads are the controller's live reads of a pod's Job (jobverdict.go).
+	jobReads int
 	// filtered counts updates dropped before the queue.
 	filtered int
 	// converted counts pods the native-sidecar webhook converted (admission.go).
@@ -37,6 +39,7 @@ type Result struct {
 	MaxInstantSteps uint64
 	Syncs           int
 	LiveReads       int
+	JobReads        int // live reads of a pod's owning Job
 	Filtered        int // updates dropped before the queue
 	Converted       int // pods converted to native sidecars at admission
 	Applied         map[string]int
@@ -54,7 +57,7 @@ func (s *Sim) result(wall time.Duration) *Result {
 	lat := append([]time.Duration(nil), s.check.latencies...)
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	r := &Result{Scenario: s.sc.Name, Seed: s.seed, Pods: s.sc.Pods, Virtual: s.now().Sub(Epoch), Wall: wall,
-		Steps: s.step, MaxInstantSteps: s.maxInstant, Syncs: s.stats.syncs, LiveReads: s.stats.liveReads, Filtered: s.stats.filtered, Converted: s.stats.converted, Applied: s.stats.applied, Calls: s.stats.calls,
+		Steps: s.step, MaxInstantSteps: s.maxInstant, Syncs: s.stats.syncs, LiveReads: s.stats.liveReads, JobReads: s.stats.jobReads, Filtered: s.stats.filtered, Converted: s.stats.converted, Applied: s.stats.applied, Calls: s.stats.calls,
 		P50: percentile(lat, 0.5), P99: percentile(lat, 0.99), Unsettled: s.check.unsettled,
 		Hash: s.trace.Sum(), Violation: s.check.violation}
 	for _, e := range s.world.byUID {

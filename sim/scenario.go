@@ -3,6 +3,7 @@ package sim
 import (
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
@@ -126,6 +127,9 @@ type Template struct {
 	// admits it unchanged, as failurePolicy Ignore does when the webhook
 	// cannot be reached.
 	NativeOptIn, WebhookDown bool
+	// JobPolicy, when set, makes each pod owned by a Job of its own with
+	// this podFailurePolicy (jobverdict.go).
+	JobPolicy *batchv1.PodFailurePolicy
 }
 
 // C is one container of a template.

@@ -151,6 +151,10 @@ func SoakScenario(seed uint64, pods int) Scenario {
 		// restart or a leader move, outside the contract again (seed 349).
 		f.CRRTTL = 0
 	}
+	// Pods of Jobs with podFailurePolicies (jobverdict.go), drawn last.
+	if pick(0.5) {
+		templates = append(templates, jobPolicyTemplates(r)...)
+	}
 	return Scenario{
 		Name: "soak", Purpose: fmt.Sprintf("random faults %s%s", f, soakWindowFaults(nodes[0].Daemon.Pickup, ttlSetting)),
 		Pods: pods, Nodes: nodes,

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -48,6 +49,8 @@ type World struct {
 	crrUIDs int // a CRR's UID: a timer of a deleted CRR must not act on one re-made under its name
 	// crdRemoved: OpenKruise's CRD was deleted (the CRDRemoved fault).
 	crdRemoved bool
+	// jobs holds the podFailurePolicy of each pod's own Job (jobverdict.go).
+	jobs map[cache.ObjectName]*batchv1.PodFailurePolicy
 }
 
 func newWorld(s *Sim) *World {

@@ -14,7 +14,7 @@ func Decide(in Input) Plan {
 	pod := in.Pod
 	settled, why, ok := eligible(pod)
 	if !ok {
-		return Plan{Verdict: VerdictIgnored, Reason: why, NodePath: nodePath(in)}
+		return Plan{Verdict: VerdictIgnored, Reason: why, NodePath: nodePath(in)}.sidecarFailedPod(in)
 	}
 	containers, problems := Classify(pod, in.Policy)
 	caps := in.Node.Capabilities()
@@ -53,9 +53,11 @@ func Decide(in Input) Plan {
 		case s.State == StateTerminated:
 		case s.carriesMark(caps):
 			platformOwn = append(platformOwn, s)
-		case s.IgnoreExitCode:
+		case s.IgnoreExitCode, settled:
+			// On a settled pod every sidecar is the kubelet's to stop
+			// first: a Job's verdict settled it with them running
+			// (jobsettle.go).
 			ignoring = append(ignoring, s)
-		case settled:
 		case s.KillBlocked:
 			restarting = append(restarting, s)
 		default:
@@ -74,7 +76,7 @@ func Decide(in Input) Plan {
 	case len(regular) > 0:
 		// Ignore-exit-code sidecars wait until the others have terminated:
 		// the phase is settled only then.
-		return plan.killInOrder(in, sidecars, regular)
+		return plan.keepJobVerdict(in, mains, plan.killInOrder(in, sidecars, regular))
 	case len(ignoring) > 0 && SettledByKruise(pod):
 		return plan.settledByKruise(ignoring)
 	case len(ignoring) > 0 && !settled:

@@ -72,6 +72,12 @@ func (p Plan) Explain(w io.Writer) error {
 			fmt.Fprintf(w, "Held up:  %v ran past their stage's bound\n", st.HeldUp)
 		}
 	}
+	if p.NeedsJob != "" {
+		fmt.Fprintf(w, "Job:      %s is read before the ContainerRecreateRequest: a main failed, and its podFailurePolicy may read the stop's exit code\n", p.NeedsJob)
+	}
+	if p.JobVerdict != nil {
+		fmt.Fprintf(w, "Job:      %s; the phase is settled from the main containers before the stop\n", p.JobVerdict)
+	}
 	for _, a := range p.Actions {
 		fmt.Fprintf(w, "Action:   %s\n", describeActions([]Action{a}))
 	}

@@ -278,6 +278,10 @@ func describeActions(actions []Action) string {
 		case ActionRecordAttempt:
 			parts[i] = fmt.Sprintf("attempt %d of stage %d is recorded on the pod", a.Attempt, a.Stage)
 		case ActionSettlePhase:
+			if a.JobRule != "" {
+				parts[i] = fmt.Sprintf("phase settled to %s from the main containers before sidecars %v are stopped", a.Phase, a.Containers)
+				break
+			}
 			if a.LeftRunning {
 				parts[i] = fmt.Sprintf("phase settled to %s from the main containers; sidecars %v run on until the pod is deleted", a.Phase, a.Containers)
 				break

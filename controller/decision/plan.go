@@ -71,6 +71,9 @@ type Action struct {
 
 	// For ActionSettlePhase.
 	Phase corev1.PodPhase
+	// JobRule, when set, names the Job's podFailurePolicy rule the settle
+	// keeps from reading a stop's exit code (jobsettle.go).
+	JobRule string
 	// LeftRunning: the settle is all there is, on a node that cannot stop
 	// the sidecars (platform.go); they run on until the pod is deleted.
 	LeftRunning bool
@@ -138,6 +141,13 @@ type Plan struct {
 	// SecondTerminator, for Explain, is OpenKruise's SidecarTerminator's
 	// CRR for the pod when one was found.
 	SecondTerminator *SecondTerminator
+	// NeedsJob names the pod's owning Job when the plan makes a CRR on a
+	// pod whose main failed and the input has not got the Job: the
+	// reconciler reads it live (one GET) and decides again (jobsettle.go).
+	NeedsJob string
+	// JobVerdict is the Job's rule that could read the stop's exit code,
+	// when one could: the phase is settled from the mains first.
+	JobVerdict *JobVerdictChange
 	// AwaitsSecondTerminator: a first CRR waits for kruise's to show
 	// (second.go); the reconciler looks for it.
 	AwaitsSecondTerminator bool

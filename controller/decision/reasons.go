@@ -9,9 +9,14 @@ func WarningReasons() []string {
 		ReasonUnknownSidecarName, ReasonNoMainContainer, ReasonNoTerminationPath, ReasonNodeNotFound,
 		ReasonSidecarKillFailed, ReasonSidecarKillGaveUp, ReasonPhaseSettleRefused, ReasonQuickExitNotRunning,
 		ReasonSidecarRestartsAfterKill, ReasonSidecarKillRestartsPod, ReasonNearMissMark, ReasonInvalidStopOrder, ReasonStopOrderHeldUp,
-		ReasonSecondTerminator, ReasonSidecarLeftRunning,
+		ReasonSecondTerminator, ReasonSidecarLeftRunning, ReasonSidecarFailedPod,
 	}
 }
+
+// ReasonSidecarFailedPod: every main container succeeded, but a sidecar
+// not marked ignore-exit-code exited non-zero on its stop, so the pod
+// failed (jobsettle.go).
+const ReasonSidecarFailedPod = "SidecarFailedPod"
 
 // Verdicts lists every Verdict, for the same reason. A test checks that
 // every Verdict* constant of this package is listed.

@@ -248,6 +248,10 @@ type Input struct {
 	Now                  time.Time
 	Policy               Policy
 
+	// Job is the pod's owning Job as read live, when a plan asked for it
+	// (Plan.NeedsJob); nil when not read (jobsettle.go).
+	Job *JobFacts
+
 	// stage is the stop-order stage being planned: set by the stop-order
 	// layer on the copy of the input it hands to kill, whose CRRs are then
 	// that stage's only.

@@ -15,6 +15,7 @@ var Permissions = []Permission{
 	{Group: "", Resource: "pods", Verbs: []string{"get", "list", "watch", "patch"}},                                               // informer; LiveReader; image swap
 	{Group: "", Resource: "pods/status", Verbs: []string{"patch"}},                                                                // ignore-exit-code phase settling
 	{Group: "", Resource: "nodes", Verbs: []string{"get", "list", "watch"}},                                                       // metadata informer; LiveReader
+	{Group: "batch", Resource: "jobs", Verbs: []string{"get"}},                                                                    // a failed pod's Job, read live before a CRR (podFailurePolicy)
 	{Group: "apps.kruise.io", Resource: "containerrecreaterequests", Verbs: []string{"create", "delete", "get", "list", "watch"}}, // delete: a stop order's earlier stage
 	{Group: "apps.kruise.io", Resource: "nodeimages", Verbs: []string{"get", "list", "watch"}},                                    // metadata informer: which nodes a kruise-daemon serves (daemons.go)
 	{Group: "", Resource: "events", Verbs: []string{"create", "patch", "list"}},                                                   // record.EventRecorder creates, then patches aggregated events; a new leader lists ours once

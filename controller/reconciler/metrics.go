@@ -28,6 +28,9 @@ type Metrics struct {
 	// SecondTerminatorPods counts pods on which OpenKruise's own
 	// SidecarTerminator was seen acting too (second.go).
 	SecondTerminatorPods prometheus.Counter
+	// JobReads counts the live reads of a pod's owning Job (jobverdict.go),
+	// by what the Job's podFailurePolicy meant for the stop.
+	JobReads *prometheus.CounterVec
 }
 
 // Result labels of the actions counter.
@@ -81,6 +84,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "sidecar_terminator_second_terminator_pods_total",
 			Help: "Pods on which OpenKruise's own SidecarTerminator was seen acting too; sidecar-terminator yielded to it.",
 		}),
+		JobReads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sidecar_terminator_job_reads_total",
+			Help: "Live reads of a failed pod's owning Job before a ContainerRecreateRequest, by result: settle (a podFailurePolicy rule could read the stop's exit code; the phase was settled first), no_change, not_found, error.",
+		}, []string{"result"}),
 	}
 	m.OldestWaiting = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "sidecar_terminator_oldest_waiting_sidecar_seconds",
@@ -94,7 +101,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m.initialise()
 	if reg != nil {
 		reg.MustRegister(m.Actions, m.Latency, m.FailedKills, m.Warnings, m.Decisions, m.PodsTracked, m.OldestWaiting)
-		reg.MustRegister(m.Refusals, m.ExpectationsTimedOut, m.SecondTerminatorPods)
+		reg.MustRegister(m.Refusals, m.ExpectationsTimedOut, m.SecondTerminatorPods, m.JobReads)
 	}
 	return m
 }
@@ -131,5 +138,8 @@ func (m *Metrics) initialise() {
 	}
 	for _, verdict := range decision.Verdicts() {
 		m.Decisions.WithLabelValues(string(verdict))
+	}
+	for _, result := range jobReadResults {
+		m.JobReads.WithLabelValues(result)
 	}
 }

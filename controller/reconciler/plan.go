@@ -1,6 +1,7 @@
 package reconciler
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -37,6 +38,13 @@ func (r *Reconciler) ExplainPlan(pod *corev1.Pod, now time.Time) (decision.Plan,
 		}
 	}
 	plan := decision.WithSecondTerminator(decision.Decide(in), in)
+	if jr, ok := r.jobReader(); ok && plan.NeedsJob != "" {
+		// explain reads the Job as the controller would, to show the rule.
+		if in.Job, err = readJob(context.Background(), jr, pod, plan.NeedsJob); err != nil {
+			return plan, err
+		}
+		plan = decision.WithSecondTerminator(decision.Decide(in), in)
+	}
 	plan.CRRs = decision.CRRStates(in)
 	plan.SecondTerminator = in.SecondTerminator
 	return plan, nil
@@ -92,5 +100,6 @@ func (r *Reconciler) memoryInput(pod *corev1.Pod, mem *podMemory, now time.Time)
 	in.SwappedAt = mem.swapTimes()
 	in.SecondTerminator = mem.secondTerminator()
 	in.KruiseTerminatorSeen = r.kruiseSeen.Load()
+	in.Job = mem.job()
 	return in, nil
 }

@@ -59,6 +59,9 @@ type podMemory struct {
 	second       *decision.SecondTerminator
 	secondLooked int
 	secondNoted  bool
+	// jobFacts is the pod's owning Job as read live, once, when a plan
+	// asked for it (jobverdict.go).
+	jobFacts *decision.JobFacts
 	// staleView is the cache's view (see Reconciler.view) on which a write
 	// refused as stale was decided, at staleAt: not decided on again.
 	staleView string
@@ -383,3 +386,9 @@ func (m *podMemory) secondFound(st *decision.SecondTerminator)    { m.second = s
 // pod's log and metric; noteSecond remembers that it was.
 func (m *podMemory) secondWasNoted() bool { return m.secondNoted }
 func (m *podMemory) noteSecond()          { m.secondNoted = true }
+
+// readJob remembers the pod's owning Job as read live; job returns it (nil
+// until read). The Job's podFailurePolicy cannot change once the Job exists
+// (the API refuses the update), so one read serves every later sync.
+func (m *podMemory) readJob(f *decision.JobFacts) { m.jobFacts = f }
+func (m *podMemory) job() *decision.JobFacts      { return m.jobFacts }

@@ -161,6 +161,9 @@ func (r *Reconciler) decide(ctx context.Context, pod *corev1.Pod, mem *podMemory
 	if err != nil {
 		return pod, plan, err
 	}
+	if plan, err = r.withJob(ctx, pod, mem, now, plan); err != nil {
+		return pod, plan, err
+	}
 	if pass == 0 {
 		if pod, plan, err = r.recheckCorrection(ctx, pod, mem, plan, now); err != nil {
 			return pod, plan, err
@@ -392,6 +395,9 @@ func describe(a decision.Action) string {
 	case decision.ActionSwapImage:
 		return fmt.Sprintf("Stopping sidecars %v: swapped their image for the quick-exit image %s", a.Containers, a.Swaps[0].To)
 	case decision.ActionSettlePhase:
+		if a.JobRule != "" {
+			return fmt.Sprintf("Settled the pod's phase to %s (condition %s) from its main containers before stopping sidecars %v: %s", a.Phase, decision.ConditionSidecarTerminated, a.Containers, a.JobRule)
+		}
 		if a.LeftRunning {
 			return fmt.Sprintf("Settled the pod's phase to %s (condition %s) from its main containers; the node cannot stop sidecars %v, which run on until the pod is deleted", a.Phase, decision.ConditionSidecarTerminated, a.Containers)
 		}

@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -29,6 +30,9 @@ var (
 	unavailable string
 	harness     = &realHarness{}
 	teardownErr error
+	// auditLog is the apiserver's audit log of the controller's writes,
+	// for the cases that prove a write was not made.
+	auditLog string
 )
 
 // realHarness owns the cluster and restarts the controller process.
@@ -63,7 +67,12 @@ func TestMain(m *testing.M) {
 	testenv = env.NewWithConfig(envconf.New().WithParallelTestEnabled())
 	testenv.Setup(func(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
 		t0 := time.Now()
-		c, err := cluster.Up(ctx, cluster.UpOptions{Logf: func(f string, a ...any) { fmt.Fprintf(os.Stderr, "harness: "+f+"\n", a...) }})
+		dir, err := os.MkdirTemp("", "realnode-audit-")
+		if err != nil {
+			return ctx, err
+		}
+		auditLog = filepath.Join(dir, "audit.log")
+		c, err := cluster.Up(ctx, cluster.UpOptions{AuditLogPath: auditLog, Logf: func(f string, a ...any) { fmt.Fprintf(os.Stderr, "harness: "+f+"\n", a...) }})
 		if err != nil {
 			return ctx, fmt.Errorf("bring the cluster up: %w", err)
 		}
@@ -104,6 +113,9 @@ func TestMain(m *testing.M) {
 			fmt.Fprintf(os.Stderr, "FAIL: tear down (something may be left behind): %v\n", err)
 			return ctx, err
 		}
+		if err := os.RemoveAll(filepath.Dir(auditLog)); err != nil {
+			fmt.Fprintf(os.Stderr, "harness: remove the audit log: %v\n", err)
+		}
 		fmt.Fprintln(os.Stderr, "harness: stopped; nothing left behind")
 		return ctx, nil
 	})
@@ -118,6 +130,13 @@ func requireHost(t *testing.T) {
 	if unavailable != "" {
 		t.Skip("SKIPPED, NOT PASSED: " + unavailable)
 	}
+}
+
+// The Job's podFailurePolicy against the real Job controller: a stop's exit
+// never decides the Job (docs/job-verdict.md).
+func TestJobVerdict(t *testing.T) {
+	requireHost(t)
+	testenv.TestInParallel(t, cases.JobVerdictFeatures(func() string { return auditLog })...)
 }
 
 func TestJobs(t *testing.T) {
