@@ -39,9 +39,11 @@ type Config struct {
 	// SubmitWorkers create the Jobs concurrently through one client.
 	SubmitWorkers int
 	// Stall bounds the wait: a run fails when no Job moves a step for
-	// this long. With no terminator it is how long the run watches, once
-	// every main has exited, for a Job that completes anyway.
+	// this long.
 	Stall time.Duration
+	// NoneWatch is how long a run with no terminator watches, once every
+	// main has exited, for a Job that completes anyway.
+	NoneWatch time.Duration
 	// ControllerBin is the controller binary (cluster.BuildController);
 	// Root the repository, for its RBAC manifest.
 	ControllerBin, Root string
@@ -113,7 +115,7 @@ type Result struct {
 // Run starts a kwok control plane with cfg.Nodes nodes and the
 // terminator, submits cfg.Jobs Jobs, and waits until every Job is
 // Complete (with no terminator: until every main has exited, then
-// cfg.Stall more), then stops it all. It fails when a Job stalls, or when
+// cfg.NoneWatch more), then stops it all. It fails when a Job stalls, or when
 // a Job completes with no terminator.
 func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 	logf := cfg.Logf
@@ -235,7 +237,7 @@ func wait(ctx context.Context, tl *timeline, cfg Config, term *terminator, logf 
 			if n.Exited == cfg.Jobs && allExited.IsZero() {
 				allExited = time.Now()
 			}
-			if !allExited.IsZero() && time.Since(allExited) >= cfg.Stall {
+			if !allExited.IsZero() && time.Since(allExited) >= cfg.NoneWatch {
 				return nil
 			}
 		} else if n.Complete == cfg.Jobs {

@@ -27,7 +27,8 @@ func main() {
 	jobs := flag.Int("jobs", 10000, "Jobs, each one main and one marked sidecar")
 	mainExit := flag.Duration("main-exit", 5*time.Second, "how long each main runs once Running")
 	workers := flag.Int("submit-workers", 32, "concurrent creates through the one client")
-	stall := flag.Duration("stall", 5*time.Minute, "fail a run when no Job moves a step for this long; with no terminator, how long to watch once every main has exited")
+	stall := flag.Duration("stall", 5*time.Minute, "fail a run when no Job moves a step for this long")
+	noneWatch := flag.Duration("none-watch", time.Minute, "with no terminator, how long to watch for a Job that completes once every main has exited")
 	terms := flag.String("terminators", "sidecar-terminator,openkruise,none", "terminators to run, in order")
 	out := flag.String("out", "e2e/bench/results", "results directory")
 	name := flag.String("name", "", "results file name without extension (default kwok-<jobs>)")
@@ -41,13 +42,13 @@ func main() {
 	logf := func(format string, args ...any) {
 		fmt.Fprintf(os.Stderr, "%s kwok: "+format+"\n", append([]any{time.Now().UTC().Format("15:04:05")}, args...)...)
 	}
-	if err := run(ctx, *nodes, *jobs, *mainExit, *workers, *stall, *terms, *out, *name, *keep, logf); err != nil {
+	if err := run(ctx, *nodes, *jobs, *mainExit, *workers, *stall, *noneWatch, *terms, *out, *name, *keep, logf); err != nil {
 		fmt.Fprintln(os.Stderr, "kwok:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, nodes, jobs int, mainExit time.Duration, workers int, stall time.Duration, terms, out, name string, keep bool, logf func(string, ...any)) error {
+func run(ctx context.Context, nodes, jobs int, mainExit time.Duration, workers int, stall, noneWatch time.Duration, terms, out, name string, keep bool, logf func(string, ...any)) error {
 	root, err := repo.Root()
 	if err != nil {
 		return err
@@ -60,7 +61,7 @@ func run(ctx context.Context, nodes, jobs int, mainExit time.Duration, workers i
 	failed := false
 	for _, t := range strings.Split(terms, ",") {
 		res, err := kwok.Run(ctx, kwok.Config{Nodes: nodes, Jobs: jobs, Terminator: kwok.Terminator(t), MainExit: mainExit, SubmitWorkers: workers,
-			Stall: stall, ControllerBin: bin, Root: root, KeepRunDir: keep, Logf: logf})
+			Stall: stall, NoneWatch: noneWatch, ControllerBin: bin, Root: root, KeepRunDir: keep, Logf: logf})
 		if res != nil {
 			rep.Results = append(rep.Results, *res)
 		}
