@@ -68,6 +68,7 @@ clean: ## Remove build output.
 -include hack/release.mk
 -include kind/kind.mk
 -include e2e/kruisesuite/kruisesuite.mk
+-include e2e/kwok.mk
 
 .PHONY: bench bench-plot
 bench: ## Burst latency, writes per pod, memory and CPU vs the yardstick and OpenKruise's SidecarTerminator, on a real API server (writes e2e/bench/results/ and docs/bench-latency.svg).

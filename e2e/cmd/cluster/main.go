@@ -80,6 +80,7 @@ func build(ctx context.Context) error {
 		{"etcd", func(ctx context.Context) error { _, err := cluster.EtcdBinary(ctx); return err }},
 		{"Kubernetes", func(ctx context.Context) error { _, err := cluster.KubernetesBinaries(ctx); return err }},
 		{"OpenKruise", func(ctx context.Context) error { _, err := cluster.KruiseBinaries(ctx); return err }},
+		{"kwok", func(ctx context.Context) error { _, err := cluster.KwokBinary(ctx); return err }},
 	} {
 		t0 := time.Now()
 		if err := part.build(ctx); err != nil {
