@@ -179,3 +179,56 @@ func TestLastWriteBurstIsARateNotOneWrite(t *testing.T) {
 		t.Errorf("burst not over after two quiet seconds: recent() = %d", w.recent())
 	}
 }
+
+// A burst as large as the scale tier's (20,000 pods, each with its event),
+// recorded while the controller is busy: the events wait, none is dropped,
+// and they go once the burst is over.
+func TestEventsOfALargeDeferredBurstAreAllWritten(t *testing.T) {
+	const pods = 20000
+	sink := &slowSink{pods: map[string]int{}}
+	ev := newEvents(sink, scheme.Scheme, corev1.EventSource{Component: "test"}, eventShards)
+	var busy atomic.Bool
+	busy.Store(true)
+	ev.deferWhile(busy.Load)
+	recordEvents(ev, pods)
+	time.Sleep(200 * time.Millisecond)
+	if n := sink.count(); n != 0 {
+		t.Fatalf("%d events written while the controller was busy", n)
+	}
+	busy.Store(false)
+	ev.shutdown(time.Minute)
+	if n := sink.count(); n != pods {
+		t.Fatalf("%d of %d pods got their event", n, pods)
+	}
+}
+
+// flakySink fails its first creates as an unreachable API server would
+// (not an answer of the server), then writes.
+type flakySink struct {
+	slowSink
+	failures atomic.Int32
+}
+
+func (s *flakySink) Create(e *corev1.Event) (*corev1.Event, error) {
+	if s.failures.Add(-1) >= 0 {
+		return nil, fmt.Errorf("connection refused")
+	}
+	return s.slowSink.Create(e)
+}
+
+// A write the API server never answered is tried again, as client-go's
+// recorder does; the event is written once.
+func TestEventWriteIsRetriedWhenTheServerIsAway(t *testing.T) {
+	sink := &flakySink{slowSink: slowSink{pods: map[string]int{}}}
+	sink.failures.Store(2)
+	ev := newEvents(sink, scheme.Scheme, corev1.EventSource{Component: "test"}, eventShards)
+	ev.sink.retryWait = 10 * time.Millisecond
+	recordEvents(ev, 1)
+	ev.shutdown(10 * time.Second)
+	if n := sink.count(); n != 1 {
+		t.Fatalf("%d of 1 events written after two failed tries", n)
+	}
+	if left := sink.failures.Load(); left > -1 {
+		t.Errorf("the event was tried %d times, want 3", 2-left)
+	}
+}
