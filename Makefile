@@ -81,7 +81,7 @@ BENCH_SCALE_OUT ?= e2e/bench/results/scale
 BENCH_SCALE_FLAGS ?= -rounds=3
 bench-scale: ## The bench's scale tier: 20,000-pod bursts over 150,000 pods (writes e2e/bench/results/scale/ and docs/bench-latency.svg's scale panel).
 	$(GO) run ./e2e/cmd/bench -pods=20000 -background=150000 -idle-jobs=1000 -kruise-raised-only \
-		-profile-dir=$(BENCH_SCALE_OUT)/profiles -profile-seconds=90 -out=$(BENCH_SCALE_OUT) $(BENCH_SCALE_FLAGS)
+		-profile-dir=$(BENCH_SCALE_OUT)/profiles -profile-seconds=120 -out=$(BENCH_SCALE_OUT) $(BENCH_SCALE_FLAGS)
 	$(BENCH_PLOT)
 
 bench-plot: ## Redraw docs/bench-latency.svg from the last bench's e2e/bench/results/latencies.json.

@@ -40,6 +40,10 @@ const maxEventDefer = 30 * time.Second
 // scale tier's burst); only past this bound is an event dropped.
 const maxPendingEvents = 64000
 
+// correlatorCacheSize is how many objects the event correlators remember,
+// all shards together: client-go's default for one broadcaster.
+const correlatorCacheSize = 4096
+
 // events records through eventShards broadcasters into one sink, counting
 // the events recorded and the calls made to write them, so that a stopping
 // controller can wait for the ones still queued: an action whose event is
@@ -54,8 +58,16 @@ type events struct {
 
 func newEvents(sink record.EventSink, scheme *runtime.Scheme, source corev1.EventSource, shards int) *events {
 	e := &events{sink: newCountingSink(sink, shards, maxEventDefer, maxPendingEvents)}
+	// The shards share client-go's default correlator cache between them
+	// rather than each holding as much: each correlator remembers the last
+	// 4,096 objects' events three times over (aggregation, spam filter,
+	// the event it patches), about a kilobyte an object, and eight such
+	// caches kept 23.5 MiB of a 20,000-pod burst's events alive (38 MiB once
+	// full). A pod has one event of each reason, so a forgotten pod is no
+	// loss: its next event is written new, not patched.
+	correlator := record.CorrelatorOptions{LRUCacheSize: max(correlatorCacheSize/shards, 1)}
 	for range shards {
-		b := record.NewBroadcaster()
+		b := record.NewBroadcaster(record.WithCorrelatorOptions(correlator))
 		b.StartRecordingToSink(e.sink)
 		e.broadcasters = append(e.broadcasters, b)
 		e.recorders = append(e.recorders, b.NewRecorder(scheme, source))
@@ -123,6 +135,7 @@ func (e *events) deferWhile(busy func() bool) { e.sink.busy.Store(&busy) }
 type countingSink struct {
 	record.EventSink
 	written  atomic.Int64
+	taken    atomic.Int64 // into the queues, or dropped
 	dropped  atomic.Int64 // over maxPending
 	busy     atomic.Pointer[func() bool]
 	maxDefer time.Duration
@@ -172,6 +185,7 @@ func newCountingSink(sink record.EventSink, shards int, maxDefer time.Duration, 
 }
 
 func (s *countingSink) enqueue(p pendingEvent) {
+	defer s.taken.Add(1)
 	q := s.queues[shardOf(p.event.InvolvedObject.UID, len(s.queues))]
 	q.mu.Lock()
 	if len(q.pending) >= q.max {
