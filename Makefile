@@ -74,9 +74,11 @@ bench: ## Burst latency, writes per pod, memory and CPU vs the yardstick and Ope
 	$(BENCH_PLOT)
 
 # The scale tier: a 20,000-pod burst over 150,000 background pods, 3 rounds,
-# with the controller's CPU and heap profiles (not part of make test; about
-# 25 minutes a round on 2 cores). OpenKruise runs at its raised client QPS
-# only: at its shipped QPS 30 its burst alone would take minutes.
+# with the controller's CPU and heap profiles (not part of make test; run it
+# under flock /run/sidecar-terminator-heavy.lock on a shared machine). OpenKruise
+# runs at its raised client QPS only: at its shipped QPS 30 its 20,000 pod
+# updates alone take over 11 minutes a burst. BENCH_SCALE_FLAGS=-rounds=1
+# for one round.
 BENCH_SCALE_OUT ?= e2e/bench/results/scale
 BENCH_SCALE_FLAGS ?= -rounds=3
 bench-scale: ## The bench's scale tier: 20,000-pod bursts over 150,000 pods (writes e2e/bench/results/scale/ and docs/bench-latency.svg's scale panel).
