@@ -76,8 +76,8 @@ bench: ## Burst latency, writes per pod, memory and CPU vs the yardstick and Ope
 # The scale tier: a 20,000-pod burst over 150,000 background pods, 3 rounds,
 # with the controller's CPU and heap profiles (not part of make test; run it
 # under flock /run/sidecar-terminator-heavy.lock on a shared machine). OpenKruise
-# runs at its raised client QPS only: at its shipped QPS 30 its 20,000 pod
-# updates alone take over 11 minutes a burst. BENCH_SCALE_FLAGS=-rounds=1
+# runs at its raised client QPS only: at its shipped QPS 30 the 10,000 pod
+# updates and 10,000 CRR creates of one burst take over 5 minutes each. BENCH_SCALE_FLAGS=-rounds=1
 # for one round.
 BENCH_SCALE_OUT ?= e2e/bench/results/scale
 BENCH_SCALE_FLAGS ?= -rounds=3
