@@ -45,6 +45,9 @@ type BurstResult struct {
 	CPUWithEventsPer1000 float64 `json:"cpuWithEventsPer1000Pods,omitempty"`
 	cpuStart             float64 // the process's CPU seconds at the first exit
 	RSSBytesAfter        int64   `json:"rssBytesAfter"`
+	// RSSBytesPeak is the process's highest RSS from its start (the
+	// terminator is started for its burst) to the burst's end.
+	RSSBytesPeak int64 `json:"rssBytesPeak"`
 	// FirstExit is when the first main exit was written.
 	FirstExit time.Time `json:"firstExit"`
 }
@@ -79,6 +82,9 @@ type burstOptions struct {
 	deleteEvery int
 	// during runs beside the burst once the mains start exiting.
 	during func(ctx context.Context, b *burst)
+	// afterExits runs once every main's exit is written: the terminator's
+	// work is then at its largest (the profile of its heap at the peak).
+	afterExits func()
 	// patience, if set, replaces the default wait after the last main exit.
 	patience time.Duration
 	// pod builds the i-th pod of the run; nil is jobPod, every other pod
@@ -130,6 +136,9 @@ func runBurstWith(ctx context.Context, kube kubernetes.Interface, kruise kruisec
 	}
 	res.ExitSpreadSeconds = time.Since(start).Seconds()
 	logf("%s: every main exited in %.1fs", run, res.ExitSpreadSeconds)
+	if opts.afterExits != nil {
+		opts.afterExits()
+	}
 
 	patience := b.patience(n)
 	if opts.patience > 0 {
@@ -156,6 +165,7 @@ func runBurstWith(ctx context.Context, kube kubernetes.Interface, kruise kruisec
 	res.cpuStart = cpu0
 	res.CPUSecondsPer1000 = res.CPUSeconds * 1000 / float64(n)
 	res.RSSBytesAfter, _ = rssBytes(pid)
+	res.RSSBytesPeak, _ = rssPeakBytes(pid)
 	b.summarize(&res, start)
 	return res, nil
 }

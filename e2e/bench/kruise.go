@@ -105,13 +105,16 @@ func (s KruiseSetting) options() cluster.KruiseManagerOptions {
 	return o
 }
 
-// kruiseSettings are the settings a run bursts: as shipped, then raised if
-// a raised QPS is given.
+// kruiseSettings are the settings a run bursts: as shipped (unless
+// KruiseRaisedOnly), then raised if a raised QPS is given.
 func (c Config) kruiseSettings() []KruiseSetting {
 	if !c.Kruise {
 		return nil
 	}
-	out := []KruiseSetting{{QPS: KruiseShippedQPS, Burst: KruiseShippedBurst}}
+	var out []KruiseSetting
+	if !c.KruiseRaisedOnly || c.KruiseQPS <= 0 {
+		out = append(out, KruiseSetting{QPS: KruiseShippedQPS, Burst: KruiseShippedBurst})
+	}
 	if c.KruiseQPS > 0 {
 		out = append(out, KruiseSetting{QPS: c.KruiseQPS, Burst: max(c.KruiseBurst, c.KruiseQPS)})
 	}

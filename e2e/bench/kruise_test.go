@@ -185,3 +185,15 @@ func TestKruiseCRRName(t *testing.T) {
 		t.Errorf("got %s", got)
 	}
 }
+
+// The scale tier runs OpenKruise at its raised limits only; without a
+// raised QPS there is nothing else to run, so the shipped column stays.
+func TestKruiseRaisedOnly(t *testing.T) {
+	raised := Config{Kruise: true, KruiseQPS: 1000, KruiseBurst: 2000, KruiseRaisedOnly: true}.kruiseSettings()
+	if len(raised) != 1 || raised[0].QPS != 1000 || raised[0].Shipped() {
+		t.Errorf("raised only: %+v, want QPS 1000 alone", raised)
+	}
+	if got := (Config{Kruise: true, KruiseRaisedOnly: true}).kruiseSettings(); len(got) != 1 || !got[0].Shipped() {
+		t.Errorf("raised only without a raised QPS: %+v, want the shipped column", got)
+	}
+}

@@ -11,18 +11,27 @@ import (
 const clockTicks = 100
 
 // rssBytes reads a process's resident set size from /proc.
-func rssBytes(pid int) (int64, error) {
+func rssBytes(pid int) (int64, error) { return statusBytes(pid, "VmRSS:") }
+
+// rssPeakBytes reads the highest resident set size the process has had
+// since it started (the kernel's high-water mark): the bench starts each
+// terminator afresh for its burst, so this is the burst's peak, or the
+// initial list's if that was higher.
+func rssPeakBytes(pid int) (int64, error) { return statusBytes(pid, "VmHWM:") }
+
+// statusBytes reads one kB field of /proc/PID/status.
+func statusBytes(pid int, field string) (int64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == field {
 			kb, err := strconv.ParseInt(f[1], 10, 64)
 			return kb * 1024, err
 		}
 	}
-	return 0, fmt.Errorf("no VmRSS for pid %d", pid)
+	return 0, fmt.Errorf("no %s for pid %d", field, pid)
 }
 
 // cpuSeconds reads a process's user+system CPU time from /proc.

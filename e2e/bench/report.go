@@ -45,11 +45,11 @@ func (r *Report) Markdown() string {
 	fmt.Fprintf(&b, "Run %s on %s: %d rounds of a burst of %d pods (half CRR, half image swap) for each terminator, rotating which goes first; %d background pods, %d idle Job pods; %s.\n\n",
 		r.Date, r.Machine, len(r.Rounds), r.Config.BurstPods, r.Config.BackgroundPods, r.Config.IdleJobPods, r.Config.settings())
 	b.WriteString(r.summary())
-	fmt.Fprintf(&b, "\nEvery burst:\n\n| round | terminator | p50 | p90 | p99 | max | all Succeeded | mains' exits written in | not acted on | CPU s / 1000 pods | RSS after burst |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "\nEvery burst:\n\n| round | terminator | p50 | p90 | p99 | max | all Succeeded | mains' exits written in | not acted on | CPU s / 1000 pods | RSS after burst | peak RSS |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for i, round := range r.Rounds {
 		for _, x := range round.bursts() {
-			fmt.Fprintf(&b, "| %d | %s | %.2fs | %.2fs | %.2fs | %.2fs | %.1fs | %.1fs | %d | %.2f | %s |\n", i+1, x.Terminator, x.P50, x.P90, x.P99, x.Max,
-				x.AllSucceededSeconds, x.ExitSpreadSeconds, x.NotActedOn, x.CPUSecondsPer1000, mib(x.RSSBytesAfter))
+			fmt.Fprintf(&b, "| %d | %s | %.2fs | %.2fs | %.2fs | %.2fs | %.1fs | %.1fs | %d | %.2f | %s | %s |\n", i+1, x.Terminator, x.P50, x.P90, x.P99, x.Max,
+				x.AllSucceededSeconds, x.ExitSpreadSeconds, x.NotActedOn, x.CPUSecondsPer1000, mib(x.RSSBytesAfter), mib(x.RSSBytesPeak))
 		}
 	}
 	var ratios, events []string
@@ -58,6 +58,10 @@ func (r *Report) Markdown() string {
 		events = append(events, fmt.Sprintf("%d (last %.0fs after the first exit)", round.Events, round.EventsSeconds))
 	}
 	fmt.Fprintf(&b, "\n- p99 latency, controller / yardstick: **%.2f×** (median; rounds: %s)\n", r.P99Ratio, strings.Join(ratios, ", "))
+	if w, ok := r.worstRound(); ok {
+		fmt.Fprintf(&b, "- worst round for the controller against the yardstick: round %d, p99 %.2fs / %.2fs = **%.2f×**, p50 %.2fs / %.2fs\n",
+			w+1, r.Rounds[w].Controller.P99, r.Rounds[w].Yardstick.P99, r.Rounds[w].P99Ratio, r.Rounds[w].Controller.P50, r.Rounds[w].Yardstick.P50)
+	}
 	for i, k := range r.Kruise {
 		var rs []string
 		for _, round := range r.Rounds {
@@ -97,6 +101,18 @@ func (r *Report) Markdown() string {
 	return b.String()
 }
 
+// worstRound is the round whose controller p99 over the yardstick's is
+// highest: the bound holds in every round, not only the median.
+func (r *Report) worstRound() (int, bool) {
+	w := -1
+	for i, round := range r.Rounds {
+		if round.P99Ratio > 0 && (w < 0 || round.P99Ratio > r.Rounds[w].P99Ratio) {
+			w = i
+		}
+	}
+	return w, w >= 0
+}
+
 // bursts are the round's bursts in table order.
 func (round Round) bursts() []BurstResult {
 	return append([]BurstResult{round.Controller, round.Yardstick}, round.Kruise...)
@@ -108,7 +124,7 @@ func (r *Report) summary() string {
 		return ""
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Median over the rounds:\n\n| terminator | p50 | p90 | p99 | max | all Succeeded | not acted on (all rounds) | writes per pod | RSS after the initial list | RSS after last burst | CPU s / 1000 pods |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "Median over the rounds:\n\n| terminator | p50 | p90 | p99 | max | all Succeeded | not acted on (all rounds) | writes per pod | RSS after the initial list | RSS after last burst | peak RSS | CPU s / 1000 pods |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	n := len(r.Rounds[0].bursts())
 	for i := 0; i < n; i++ {
 		var rs []BurstResult
@@ -127,8 +143,8 @@ func (r *Report) summary() string {
 		case i-2 < len(r.Kruise):
 			writes, rss = fmt.Sprintf("%.2f", r.Kruise[i-2].WritesPerPod), r.Kruise[i-2].RSSInitial
 		}
-		fmt.Fprintf(&b, "| %s | %.2fs | %.2fs | %.2fs | %.2fs | %.1fs | %d | %s | %s | %s | %.2f |\n", m.Terminator, m.P50, m.P90, m.P99, m.Max,
-			m.AllSucceededSeconds, m.NotActedOn, writes, mib(rss), mib(m.RSSBytesAfter), m.CPUSecondsPer1000)
+		fmt.Fprintf(&b, "| %s | %.2fs | %.2fs | %.2fs | %.2fs | %.1fs | %d | %s | %s | %s | %s | %.2f |\n", m.Terminator, m.P50, m.P90, m.P99, m.Max,
+			m.AllSucceededSeconds, m.NotActedOn, writes, mib(rss), mib(m.RSSBytesAfter), mib(m.RSSBytesPeak), m.CPUSecondsPer1000)
 	}
 	return b.String()
 }
@@ -152,6 +168,7 @@ func medianResult(rs []BurstResult) BurstResult {
 		AllSucceededSeconds: med(func(x BurstResult) float64 { return x.AllSucceededSeconds }),
 		CPUSecondsPer1000:   med(func(x BurstResult) float64 { return x.CPUSecondsPer1000 }),
 		RSSBytesAfter:       int64(med(func(x BurstResult) float64 { return float64(x.RSSBytesAfter) })),
+		RSSBytesPeak:        int64(med(func(x BurstResult) float64 { return float64(x.RSSBytesPeak) })),
 	}
 	for _, x := range rs {
 		out.NotActedOn += x.NotActedOn

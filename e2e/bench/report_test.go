@@ -114,3 +114,15 @@ func TestMedianResult(t *testing.T) {
 		t.Error("no rounds: not empty")
 	}
 }
+
+// The worst round is the one with the highest ratio, not the last or the
+// median: the bound holds in every round.
+func TestWorstRound(t *testing.T) {
+	r := &Report{Rounds: []Round{{P99Ratio: 1.05}, {P99Ratio: 3.46}, {P99Ratio: 2.27}}}
+	if w, ok := r.worstRound(); !ok || w != 1 {
+		t.Errorf("worst round %d (%v), want 1", w, ok)
+	}
+	if _, ok := (&Report{}).worstRound(); ok {
+		t.Error("a report without rounds has a worst round")
+	}
+}

@@ -49,6 +49,7 @@ func (w *world) controllerRound(ctx context.Context, rep *Report, round *Round, 
 			}
 			prof.take(ctx, fmt.Sprintf("profile?seconds=%d", seconds), "controller.cpu.burst")
 		}
+		opts.afterExits = func() { prof.take(ctx, "heap", "controller.heap.peak") }
 	} else {
 		close(profiled)
 	}

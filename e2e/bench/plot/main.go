@@ -11,9 +11,11 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log"
 	"math"
 	"os"
@@ -45,23 +47,39 @@ func main() {
 	// The defaults are relative to this module's directory, where go run
 	// runs it; the Makefile passes absolute paths.
 	in := flag.String("in", "../results/latencies.json", "latencies.json written by make bench")
+	scaleIn := flag.String("scale-in", "../results/scale/latencies.json", "latencies.json written by make bench-scale: a second panel when it exists")
 	out := flag.String("out", "../../../docs/bench-latency.svg", "the SVG to write")
 	flag.Parse()
-	j, err := os.ReadFile(*in)
+	f, err := readLatencies(*in)
 	if err != nil {
 		log.Fatal(err)
 	}
-	var f latencyFile
-	if err := json.Unmarshal(j, &f); err != nil {
-		log.Fatalf("%s: %v", *in, err)
+	files := []latencyFile{f}
+	switch scale, err := readLatencies(*scaleIn); {
+	case err == nil:
+		files = append(files, scale)
+	case !errors.Is(err, fs.ErrNotExist):
+		log.Fatal(err)
 	}
 	var svg bytes.Buffer // a failed drawing leaves the last SVG as it was
-	if err := render(&svg, f); err != nil {
+	if err := render(&svg, files...); err != nil {
 		log.Fatal(err)
 	}
 	if err := os.WriteFile(*out, svg.Bytes(), 0o644); err != nil {
 		log.Fatal(err)
 	}
+}
+
+func readLatencies(path string) (latencyFile, error) {
+	var f latencyFile
+	j, err := os.ReadFile(path)
+	if err != nil {
+		return f, err
+	}
+	if err := json.Unmarshal(j, &f); err != nil {
+		return f, fmt.Errorf("%s: %w", path, err)
+	}
+	return f, nil
 }
 
 // series is one terminator's bursts, pooled.
@@ -143,7 +161,11 @@ func draw(f latencyFile) (*plot.Plot, error) {
 	if len(f.Rounds) > 0 && len(f.Rounds[0]) > 0 {
 		perBurst = len(f.Rounds[0][0].Seconds) + f.Rounds[0][0].NotActedOn
 	}
-	p.Title.Text = fmt.Sprintf("Action latency: pods acted on within x of their main's exit, %d rounds of %d pods pooled", len(f.Rounds), perBurst)
+	rounds := fmt.Sprintf("%d rounds", len(f.Rounds))
+	if len(f.Rounds) == 1 {
+		rounds = "1 round"
+	}
+	p.Title.Text = fmt.Sprintf("Action latency: pods acted on within x of their main's exit, %s of %d pods pooled", rounds, perBurst)
 	if run := runOf(f); run != "" {
 		p.Title.Text += "\n" + run
 	}
@@ -196,28 +218,49 @@ func runOf(f latencyFile) string {
 	return ""
 }
 
-// render writes f's plot as SVG to w.
-func render(w io.Writer, f latencyFile) error {
-	p, err := draw(f)
-	if err != nil {
-		return err
+// panelHeight is each panel's height: the bench's tier and, below it when
+// make bench-scale has run, the scale tier's.
+const panelHeight = 5.5 * vg.Inch
+
+// render writes the plots of files as SVG to w, one panel each, top to
+// bottom.
+func render(w io.Writer, files ...latencyFile) error {
+	var plots []*plot.Plot
+	for _, f := range files {
+		p, err := draw(f)
+		if err != nil {
+			return err
+		}
+		plots = append(plots, p)
 	}
-	// The X label is drawn here, not by the plot: gonum/plot v0.17 makes
-	// room for it as if it sat at the arithmetic mean of the axis' range,
-	// near the right end of a log scale, and so shrinks the data area by
-	// half the label's width; it is drawn at the centre all the same.
-	label := p.X.Label
-	p.X.Label.Text = ""
-	svg := vgsvg.New(9*vg.Inch, 5.5*vg.Inch)
+	if len(plots) == 0 {
+		return fmt.Errorf("no latencies to draw")
+	}
+	svg := vgsvg.New(9*vg.Inch, panelHeight*vg.Length(len(plots)))
 	c := vgdraw.New(svg)
 	// The background under the label and the margin too, not only under
 	// the plot: on a dark page the SVG would show transparent strips.
-	c.SetColor(p.BackgroundColor)
+	c.SetColor(plots[0].BackgroundColor)
 	c.Fill(c.Rectangle.Path())
+	for i, p := range plots {
+		top := panelHeight * vg.Length(i)
+		panel := vgdraw.Crop(c, 0, 0, c.Size().Y-top-panelHeight, -top)
+		drawPanel(panel, p)
+	}
+	_, err := svg.WriteTo(w)
+	return err
+}
+
+// drawPanel draws p into c, with its X label drawn here, not by the plot:
+// gonum/plot v0.17 makes room for it as if it sat at the arithmetic mean of
+// the axis' range, near the right end of a log scale, and so shrinks the
+// data area by half the label's width; it is drawn at the centre all the
+// same.
+func drawPanel(c vgdraw.Canvas, p *plot.Plot) {
+	label := p.X.Label
+	p.X.Label.Text = ""
 	p.BackgroundColor = nil
 	// A margin on the right, for the last tick's label.
 	p.Draw(vgdraw.Crop(c, 0, -vg.Points(12), label.TextStyle.Height(label.Text)+label.Padding, 0))
 	c.FillText(label.TextStyle, vg.Point{X: c.Center().X, Y: c.Min.Y + label.TextStyle.FontExtents().Descent}, label.Text)
-	_, err = svg.WriteTo(w)
-	return err
 }

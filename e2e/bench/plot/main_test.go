@@ -108,3 +108,39 @@ func TestNothingActedOnIsAnError(t *testing.T) {
 		}
 	}
 }
+
+// TestScaleTierIsASecondPanel: with the scale tier's latencies the SVG is
+// twice as tall and holds both panels' titles, the bench's above the scale
+// tier's.
+func TestScaleTierIsASecondPanel(t *testing.T) {
+	scale := latencyFile{Date: "2026-11-27T12:00:00Z", Rounds: [][]burstLatencies{{
+		{Terminator: "sidecar-terminator", Seconds: []float64{0.5, 1, 2}},
+		{Terminator: "yardstick", Seconds: []float64{0.4, 1.2, 3}},
+	}}}
+	var one, two bytes.Buffer
+	if err := render(&one, fixture()); err != nil {
+		t.Fatal(err)
+	}
+	if err := render(&two, fixture(), scale); err != nil {
+		t.Fatal(err)
+	}
+	height := func(svg string) string {
+		i := strings.Index(svg, `height="`)
+		if i < 0 {
+			t.Fatalf("no height in %.200s", svg)
+		}
+		rest := svg[i+len(`height="`):]
+		return rest[:strings.IndexByte(rest, '"')]
+	}
+	if h1, h2 := height(one.String()), height(two.String()); h1 == h2 {
+		t.Errorf("two panels are as tall as one (%s)", h2)
+	}
+	s := two.String()
+	first, second := strings.Index(s, "2 rounds of 4 pods pooled"), strings.Index(s, "1 round of 3 pods pooled")
+	if first < 0 || second < 0 {
+		t.Fatalf("SVG lacks a panel's title (bench at %d, scale at %d)", first, second)
+	}
+	if !strings.Contains(s, "run of 2026-11-27T12:00:00Z") {
+		t.Error("SVG lacks the scale run's date")
+	}
+}
