@@ -11,7 +11,7 @@ import (
 
 func burstOf(name string, p99, rss float64) BurstResult {
 	return BurstResult{Terminator: name, Pods: 10, P50: p99 / 4, P90: p99 / 2, P99: p99, Max: p99 + 1,
-		AllSucceededSeconds: p99 + 2, CPUSecondsPer1000: p99 / 10, RSSBytesAfter: int64(rss * (1 << 20))}
+		AllSucceededSeconds: p99 + 2, CPUSecondsPer1000: p99 / 10, RSSBytesAfter: int64(rss * (1 << 20)), RSSBytesPeak: int64((rss + 5) * (1 << 20))}
 }
 
 // threeColumns is a two-round report with the controller, the yardstick and
@@ -43,10 +43,10 @@ func TestMarkdownHasThreeTerminators(t *testing.T) {
 	md := threeColumns().Markdown()
 	for _, want := range []string{
 		// the summary: each figure the median of its two rounds
-		"| sidecar-terminator | 0.50s | 1.00s | 2.00s | 3.00s | 4.0s | 0 | 1.00 | 20.0 MiB | 25.0 MiB | 0.20 |",
-		"| yardstick | 0.25s | 0.50s | 1.00s | 2.00s | 3.0s | 0 | 1.00 | 30.0 MiB | 35.0 MiB | 0.10 |",
-		"| OpenKruise v1.9.1, as shipped (QPS 30) | 5.00s | 10.00s | 20.00s | 21.00s | 22.0s | 3 | 1.50 | 300.0 MiB | 400.0 MiB | 2.00 |",
-		"| OpenKruise v1.9.1, QPS 1000 | 2.00s | 4.00s | 8.00s | 9.00s | 10.0s | 0 | 1.50 | 300.0 MiB | 410.0 MiB | 0.80 |",
+		"| sidecar-terminator | 0.50s | 1.00s | 2.00s | 3.00s | 4.0s | 0 | 1.00 | 20.0 MiB | 25.0 MiB | 30.0 MiB | 0.20 |",
+		"| yardstick | 0.25s | 0.50s | 1.00s | 2.00s | 3.0s | 0 | 1.00 | 30.0 MiB | 35.0 MiB | 40.0 MiB | 0.10 |",
+		"| OpenKruise v1.9.1, as shipped (QPS 30) | 5.00s | 10.00s | 20.00s | 21.00s | 22.0s | 3 | 1.50 | 300.0 MiB | 400.0 MiB | 405.0 MiB | 2.00 |",
+		"| OpenKruise v1.9.1, QPS 1000 | 2.00s | 4.00s | 8.00s | 9.00s | 10.0s | 0 | 1.50 | 300.0 MiB | 410.0 MiB | 415.0 MiB | 0.80 |",
 		// every burst
 		"| 2 | OpenKruise v1.9.1, as shipped (QPS 30) | 7.50s | 15.00s | 30.00s | 31.00s | 32.0s | 0.0s | 2 | 3.00 | 400.0 MiB |",
 		"- p99 latency, controller / OpenKruise v1.9.1, as shipped (QPS 30): **0.10×** (median; rounds: 0.10×, 0.10×)",
