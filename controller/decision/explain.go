@@ -76,7 +76,13 @@ func (p Plan) Explain(w io.Writer) error {
 		fmt.Fprintf(w, "Job:      %s is read before the ContainerRecreateRequest: a main failed, and its podFailurePolicy may read the stop's exit code\n", p.NeedsJob)
 	}
 	if p.JobVerdict != nil {
-		fmt.Fprintf(w, "Job:      %s; the phase is settled from the main containers before the stop\n", p.JobVerdict)
+		how := "the phase is settled from the main containers before the stop"
+		for _, a := range p.Actions {
+			if a.Kind == ActionSwapImage && a.JobRule != "" {
+				how = fmt.Sprintf("so %v are stopped by the quick-exit image swap, whose exit 0 no rule reads", a.Containers)
+			}
+		}
+		fmt.Fprintf(w, "Job:      %s; %s\n", p.JobVerdict, how)
 	}
 	for _, a := range p.Actions {
 		fmt.Fprintf(w, "Action:   %s\n", describeActions([]Action{a}))

@@ -262,3 +262,142 @@ func TestExplainNamesTheJobsRule(t *testing.T) {
 		}
 	}
 }
+
+// Where a rule of the Job's podFailurePolicy could read the exit a CRR
+// leaves, the sidecar is stopped by the quick-exit swap, whose 0 no rule
+// reads; where no swap is possible, the phase is settled first and a
+// Warning names the rule and the fixes.
+func TestDecideStopsByTheSwapWhereTheJobsRuleCouldReadACRR(t *testing.T) {
+	const (
+		swap   = ActionSwapImage
+		crr    = ActionCreateCRR
+		settle = ActionSettlePhase
+	)
+	rules := func(rs ...batchv1.PodFailurePolicyRule) *JobFacts {
+		return &JobFacts{Name: "ns/j", Policy: &batchv1.PodFailurePolicy{Rules: rs}}
+	}
+	markBoth := []podtest.Option{markCRR, markImage}
+	refusedSwap := Refusal{Kind: ActionSwapImage, Containers: []string{"proxy"}, Code: 403, Reason: "Forbidden", Permanent: true,
+		Message: "denied by policy", Count: 1, Permanents: 1, At: exitAt}
+	for name, tc := range map[string]struct {
+		job      *JobFacts
+		mainExit int32
+		sidecar  []podtest.Option
+		refused  []Refusal
+		node     *Node
+		want     ActionKind
+		rule     int  // the rule named, when one reads the stop
+		warns    bool // JobPolicyReadsSidecarExit
+	}{
+		"FailJob NotIn [0 1], no containerName, image: swap": {job: rules(onExit(fail, "", notIn, 0, 1)), mainExit: 1, sidecar: markBoth, want: swap},
+		"FailJob NotIn [0 1], no containerName, no image: settle": {job: rules(onExit(fail, "", notIn, 0, 1)), mainExit: 1, sidecar: []podtest.Option{markCRR},
+			want: settle, warns: true},
+		"FailJob NotIn [0 1], no containerName, image, swap refused before: settle": {job: rules(onExit(fail, "", notIn, 0, 1)), mainExit: 1, sidecar: markBoth,
+			refused: []Refusal{refusedSwap}, want: settle, warns: true},
+		"FailJob NotIn [0 1] on the main, image: CRR":        {job: rules(onExit(fail, "main", notIn, 0, 1)), mainExit: 1, sidecar: markBoth, want: crr, rule: -1},
+		"FailJob NotIn [0 1] on the main, no image: CRR":     {job: rules(onExit(fail, "main", notIn, 0, 1)), mainExit: 1, sidecar: []podtest.Option{markCRR}, want: crr, rule: -1},
+		"FailJob NotIn [0 1] on the sidecar, image: swap":    {job: rules(onExit(fail, "proxy", notIn, 0, 1)), mainExit: 1, sidecar: markBoth, want: swap},
+		"Ignore In [137 143], no containerName, image: swap": {job: rules(onExit(skip, "", in, 137, 143)), mainExit: 3, sidecar: markBoth, want: swap},
+		"Ignore In [137 143], no containerName, no image: settle": {job: rules(onExit(skip, "", in, 137, 143)), mainExit: 3, sidecar: []podtest.Option{markCRR},
+			want: settle, warns: true},
+		"Ignore In [137 143] on the main, image: CRR": {job: rules(onExit(skip, "main", in, 137, 143)), mainExit: 3, sidecar: markBoth, want: crr, rule: -1},
+		"FailIndex In [42] before Count NotIn [0], image: swap": {job: rules(onExit(index, "", in, 42), onExit(count, "", notIn, 0)), mainExit: 1, sidecar: markBoth,
+			want: swap},
+		"FailIndex NotIn [0], main 1: the main's own exit decides, CRR": {job: rules(onExit(index, "", notIn, 0)), mainExit: 1, sidecar: markBoth, want: crr, rule: -1},
+		"Count In [143], no containerName, image: CRR":                  {job: rules(onExit(count, "", in, 143)), mainExit: 1, sidecar: markBoth, want: crr, rule: -1},
+		"Count In [143] before Ignore NotIn [0] on the main, image: swap": {job: rules(onExit(count, "", in, 143), onExit(skip, "main", notIn, 0)), mainExit: 1,
+			sidecar: markBoth, want: swap},
+		"Job without policy, image: CRR": {job: &JobFacts{Name: "ns/j"}, mainExit: 1, sidecar: markBoth, want: crr, rule: -1},
+		"mains succeeded, image: CRR":    {job: rules(onExit(fail, "", notIn, 0, 1)), mainExit: 0, sidecar: markBoth, want: crr, rule: -1},
+	} {
+		t.Run(name, func(t *testing.T) {
+			pod := podtest.Pod("p").OwnedByJob("j").Container("main", exited(tc.mainExit)).
+				Container("proxy", append(append([]podtest.Option{}, tc.sidecar...), podtest.Running())...).Build()
+			node := normal
+			if tc.node != nil {
+				node = *tc.node
+			}
+			plan := Decide(Input{Pod: pod, Node: node, CRRAPI: true, Now: now, Policy: DefaultPolicy(), Job: tc.job, Refusals: tc.refused})
+			if len(plan.Actions) != 1 || plan.Actions[0].Kind != tc.want {
+				t.Fatalf("actions = %+v, want one %s (%s)", plan.Actions, tc.want, plan.Reason)
+			}
+			a := plan.Actions[0]
+			switch {
+			case tc.rule < 0 && (plan.JobVerdict != nil || a.JobRule != ""):
+				t.Errorf("JobVerdict %v, action's rule %q: want none (no rule reads the stop)", plan.JobVerdict, a.JobRule)
+			case tc.rule >= 0 && (plan.JobVerdict == nil || plan.JobVerdict.Rule != tc.rule || a.JobRule != plan.JobVerdict.String()):
+				t.Errorf("JobVerdict %v, action's rule %q: want rule %d named on the action", plan.JobVerdict, a.JobRule, tc.rule)
+			}
+			if tc.want == swap {
+				if diff := cmp.Diff([]Swap{{Index: 1, Container: "proxy", From: "example.com/proxy:1", To: quickExit}}, a.Swaps); diff != "" {
+					t.Errorf("swaps differ (-want +got):\n%s", diff)
+				}
+			}
+			warned := false
+			for _, p := range plan.Problems {
+				if p.Reason == ReasonJobPolicyReadsSidecarExit {
+					warned = true
+					for _, w := range []string{plan.JobVerdict.String(), "containerName", EnvTerminateWithImage} {
+						if !strings.Contains(p.Message, w) {
+							t.Errorf("Warning %q does not say %q", p.Message, w)
+						}
+					}
+				}
+			}
+			if warned != tc.warns {
+				t.Errorf("Warning %s: %v, want %v (problems %+v)", ReasonJobPolicyReadsSidecarExit, warned, tc.warns, plan.Problems)
+			}
+		})
+	}
+}
+
+// Only the sidecars whose CRR exit a rule could read change way: the others
+// keep their CRR, whose exit no rule reads.
+func TestDecideSwapsOnlyTheSidecarsTheJobsRuleReads(t *testing.T) {
+	pod := podtest.Pod("p").OwnedByJob("j").Container("main", exited(1)).
+		Container("proxy", markCRR, markImage, podtest.Running()).Container("log", markCRR, markImage, podtest.Running()).Build()
+	job := &JobFacts{Name: "ns/j", Policy: &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{onExit(fail, "proxy", notIn, 0, 1)}}}
+	plan := Decide(Input{Pod: pod, Node: normal, CRRAPI: true, Now: now, Policy: DefaultPolicy(), Job: job})
+	var got []string
+	for _, a := range plan.Actions {
+		got = append(got, string(a.Kind)+" "+strings.Join(a.Containers, ","))
+	}
+	want := []string{string(ActionCreateCRR) + " log", string(ActionSwapImage) + " proxy"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("actions differ (-want +got):\n%s\n%s", diff, plan.Reason)
+	}
+}
+
+// In a stop order, the swap that replaces a CRR is the stage's stop and
+// carries the stage's mark, as any swap of a stage does.
+func TestDecideSwapForTheJobKeepsTheStopOrder(t *testing.T) {
+	pod := podtest.Pod("p").OwnedByJob("j").Annotate(AnnotationStopOrder, "proxy").Container("main", exited(1)).
+		Container("proxy", markCRR, markImage, podtest.Running()).Container("log", markCRR, podtest.Running()).Build()
+	job := &JobFacts{Name: "ns/j", Policy: &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{onExit(skip, "proxy", in, 137, 143)}}}
+	plan := Decide(Input{Pod: pod, Node: normal, CRRAPI: true, Now: now, Policy: DefaultPolicy(), Job: job})
+	if len(plan.Actions) != 1 || plan.Actions[0].Kind != ActionCreateCRR || plan.Actions[0].Containers[0] != "log" {
+		t.Fatalf("stage 0: actions %+v, want the CRR of log (%s)", plan.Actions, plan.Reason)
+	}
+	pod = podtest.Pod("p").OwnedByJob("j").Annotate(AnnotationStopOrder, "proxy").Container("main", exited(1)).
+		Container("proxy", markCRR, markImage, podtest.Running()).Container("log", markCRR, exited(143)).Build()
+	plan = Decide(Input{Pod: pod, Node: normal, CRRAPI: true, Now: now, Policy: DefaultPolicy(), Job: job})
+	if len(plan.Actions) != 1 || plan.Actions[0].Kind != ActionSwapImage || plan.Actions[0].Stage != 1 || plan.Actions[0].StageMark == "" || plan.Actions[0].JobRule == "" {
+		t.Fatalf("stage 1: actions %+v, want proxy's swap with stage 1's mark and the rule (%s)", plan.Actions, plan.Reason)
+	}
+}
+
+func TestExplainSaysTheStopIsASwapBecauseOfTheJobsRule(t *testing.T) {
+	pod := podtest.Pod("p").OwnedByJob("j").Container("main", exited(3)).Container("proxy", markCRR, markImage, podtest.Running()).Build()
+	job := &JobFacts{Name: "ns/j", Policy: &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{onExit(skip, "", in, 137, 143)}}}
+	var b strings.Builder
+	if err := Decide(Input{Pod: pod, Node: normal, CRRAPI: true, Now: now, Policy: DefaultPolicy(), Job: job}).Explain(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{`Job:      Job ns/j's podFailurePolicy rule 0 (Ignore) would read sidecar "proxy"'s exit code 143`,
+		"so [proxy] are stopped by the quick-exit image swap, whose exit 0 no rule reads",
+		"Action:   image swap stops [proxy], not a ContainerRecreateRequest, whose exit code the Job's podFailurePolicy could read"} {
+		if !strings.Contains(b.String(), w) {
+			t.Errorf("explain lacks %q:\n%s", w, b.String())
+		}
+	}
+}

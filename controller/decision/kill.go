@@ -43,7 +43,7 @@ func (p Plan) kill(in Input, targets []Container) Plan {
 
 	caps := in.Node.Capabilities()
 	var byCRR []Container
-	var bySwap []Swap
+	var bySwap, byJobSwap []Swap
 	var waiting, noPath []string
 	yielded, yieldUntil := p.yieldToSecondTerminator(in)
 	for _, c := range targets {
@@ -80,7 +80,14 @@ func (p Plan) kill(in Input, targets []Container) Plan {
 					"container %q still %s after %s ended or passed its deadline", c.Name, c.State, latest.Name)})
 			}
 		}
-		image, wait := p.swapAfterRefusal(in, c)
+		// Where a CRR is the way, an image is only the Job's verdict's to
+		// use (jobsettle.go), and a refused swap leaves the CRR: no wait.
+		crrWay := !failed && caps.KruiseDaemon && in.Node.Daemon != DaemonAbsent && c.State == StateRunning && c.KillByCRR && in.CRRAPI
+		var image string
+		var wait time.Duration
+		if !crrWay {
+			image, wait = p.swapAfterRefusal(in, c)
+		}
 		if wait > 0 {
 			waiting = append(waiting, fmt.Sprintf("the image swap of %q is retried in %s, after it was refused", c.Name, wait.Round(time.Second)))
 			continue
@@ -122,6 +129,18 @@ func (p Plan) kill(in Input, targets []Container) Plan {
 		case failed && image != "":
 			bySwap = append(bySwap, swap)
 		case c.KillByCRR && in.CRRAPI:
+			if change, ok := jobReadsCRR(in, p.Containers, c); ok {
+				if img, why := jobSwap(in, c); why == "" {
+					// The Job's podFailurePolicy could read the CRR's exit;
+					// the quick-exit image's exit 0 it never reads.
+					swap.To = img
+					byJobSwap = append(byJobSwap, swap)
+					if p.JobVerdict == nil {
+						p.JobVerdict = &change
+					}
+					break
+				}
+			}
 			byCRR = append(byCRR, c)
 		case image != "":
 			bySwap = append(bySwap, swap)
@@ -161,6 +180,13 @@ func (p Plan) kill(in Input, targets []Container) Plan {
 	if len(bySwap) > 0 {
 		a := Action{Kind: ActionSwapImage, Swaps: bySwap}
 		for _, sw := range bySwap {
+			a.Containers = append(a.Containers, sw.Container)
+		}
+		p.Actions = append(p.Actions, a)
+	}
+	if len(byJobSwap) > 0 {
+		a := Action{Kind: ActionSwapImage, Swaps: byJobSwap, JobRule: p.JobVerdict.String()}
+		for _, sw := range byJobSwap {
 			a.Containers = append(a.Containers, sw.Container)
 		}
 		p.Actions = append(p.Actions, a)
@@ -272,6 +298,10 @@ func describeActions(actions []Action) string {
 		case ActionCreateCRR:
 			parts[i] = fmt.Sprintf("ContainerRecreateRequest %s (attempt %d) stops %v", a.CRRName, a.Attempt, a.Containers)
 		case ActionSwapImage:
+			if a.JobRule != "" {
+				parts[i] = fmt.Sprintf("image swap stops %v, not a ContainerRecreateRequest, whose exit code the Job's podFailurePolicy could read", a.Containers)
+				break
+			}
 			parts[i] = fmt.Sprintf("image swap stops %v", a.Containers)
 		case ActionDeleteCRR:
 			parts[i] = fmt.Sprintf("ContainerRecreateRequest %s of stop-order stage %d is deleted, so kruise-daemon takes up the next stage's", a.CRRName, a.Stage)

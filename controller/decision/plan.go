@@ -72,7 +72,8 @@ type Action struct {
 	// For ActionSettlePhase.
 	Phase corev1.PodPhase
 	// JobRule, when set, names the Job's podFailurePolicy rule the settle
-	// keeps from reading a stop's exit code (jobsettle.go).
+	// (or, for ActionSwapImage, the swap in place of a CRR) keeps from
+	// reading a stop's exit code (jobsettle.go).
 	JobRule string
 	// LeftRunning: the settle is all there is, on a node that cannot stop
 	// the sidecars (platform.go); they run on until the pod is deleted.

@@ -9,7 +9,7 @@ func WarningReasons() []string {
 		ReasonUnknownSidecarName, ReasonNoMainContainer, ReasonNoTerminationPath, ReasonNodeNotFound,
 		ReasonSidecarKillFailed, ReasonSidecarKillGaveUp, ReasonPhaseSettleRefused, ReasonQuickExitNotRunning,
 		ReasonSidecarRestartsAfterKill, ReasonSidecarKillRestartsPod, ReasonNearMissMark, ReasonInvalidStopOrder, ReasonStopOrderHeldUp,
-		ReasonSecondTerminator, ReasonSidecarLeftRunning, ReasonSidecarFailedPod,
+		ReasonSecondTerminator, ReasonSidecarLeftRunning, ReasonSidecarFailedPod, ReasonJobPolicyReadsSidecarExit,
 	}
 }
 
@@ -17,6 +17,12 @@ func WarningReasons() []string {
 // not marked ignore-exit-code exited non-zero on its stop, so the pod
 // failed (jobsettle.go).
 const ReasonSidecarFailedPod = "SidecarFailedPod"
+
+// ReasonJobPolicyReadsSidecarExit: a rule of the Job's podFailurePolicy
+// could read the exit code a ContainerRecreateRequest leaves on a sidecar,
+// and no quick-exit swap can stop it instead; the phase is settled first
+// (jobsettle.go).
+const ReasonJobPolicyReadsSidecarExit = "JobPolicyReadsSidecarExit"
 
 // Verdicts lists every Verdict, for the same reason. A test checks that
 // every Verdict* constant of this package is listed.

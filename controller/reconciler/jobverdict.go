@@ -26,6 +26,9 @@ const (
 	// JobReadSettle: a podFailurePolicy rule could read the stop's exit
 	// code; the phase is settled from the mains before the stop.
 	JobReadSettle = "settle"
+	// JobReadSwap: a rule could read a CRR's exit code; the sidecars it
+	// reads are stopped by the quick-exit image swap instead.
+	JobReadSwap = "swap"
 	// JobReadNoChange: no rule could; the stop goes ahead.
 	JobReadNoChange = "no_change"
 	// JobReadNotFound: the Job is gone (or replaced under its name).
@@ -33,7 +36,7 @@ const (
 	JobReadError    = "error"
 )
 
-var jobReadResults = []string{JobReadSettle, JobReadNoChange, JobReadNotFound, JobReadError}
+var jobReadResults = []string{JobReadSettle, JobReadSwap, JobReadNoChange, JobReadNotFound, JobReadError}
 
 // jobReader is whichever side can read Jobs: the writer's client in the
 // controller, the live reader in explain.
@@ -69,6 +72,8 @@ func (r *Reconciler) withJob(ctx context.Context, pod *corev1.Pod, mem *podMemor
 	switch {
 	case facts.Policy == nil && facts.Missing:
 		r.metrics.JobReads.WithLabelValues(JobReadNotFound).Inc()
+	case plan.JobVerdict != nil && swapsForJob(plan):
+		r.metrics.JobReads.WithLabelValues(JobReadSwap).Inc()
 	case plan.JobVerdict != nil:
 		r.metrics.JobReads.WithLabelValues(JobReadSettle).Inc()
 	default:
@@ -97,4 +102,15 @@ func readJob(ctx context.Context, jr JobReader, pod *corev1.Pod, name string) (*
 	}
 	facts.Policy = job.Spec.PodFailurePolicy
 	return facts, nil
+}
+
+// swapsForJob: the plan stops a sidecar by the quick-exit swap because the
+// Job's rule could read a CRR's exit.
+func swapsForJob(plan decision.Plan) bool {
+	for _, a := range plan.Actions {
+		if a.Kind == decision.ActionSwapImage && a.JobRule != "" {
+			return true
+		}
+	}
+	return false
 }

@@ -393,6 +393,9 @@ func describe(a decision.Action) string {
 		return fmt.Sprintf("Recorded ContainerRecreateRequest attempt %d of stop-order stage %d, begun at %s, on the pod (%s), so that the count and the attempt's stop window outlive its CRR",
 			a.Attempt, a.Stage, a.Began.UTC().Format(time.RFC3339), decision.AnnotationCRRAttempts)
 	case decision.ActionSwapImage:
+		if a.JobRule != "" {
+			return fmt.Sprintf("Stopping sidecars %v by swapping their image for the quick-exit image %s, not by a ContainerRecreateRequest: %s; the quick-exit image exits 0, which no rule reads", a.Containers, a.Swaps[0].To, a.JobRule)
+		}
 		return fmt.Sprintf("Stopping sidecars %v: swapped their image for the quick-exit image %s", a.Containers, a.Swaps[0].To)
 	case decision.ActionSettlePhase:
 		if a.JobRule != "" {
