@@ -173,6 +173,8 @@ rules:
   resources:
   - group: apps.kruise.io
     resources: ["containerrecreaterequests"]
+  - group: batch
+    resources: ["jobs"]
 - level: None
 `
 

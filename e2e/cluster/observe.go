@@ -147,6 +147,28 @@ func TimedMutatingRequests(auditLog, user, namespace string) ([]TimedRequest, er
 	return out, sc.Err()
 }
 
+// ReadsIn lists the completed GETs of one user on one resource (as the
+// audit policy records them: CRRs and Jobs) in a namespace, by object name.
+func ReadsIn(auditLog, user, namespace, resource string) ([]string, error) {
+	f, err := os.Open(auditLog)
+	if err != nil {
+		return nil, fmt.Errorf("open audit log: %w", err)
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		var a auditEntry
+		if json.Unmarshal(sc.Bytes(), &a) != nil || a.Stage != "ResponseComplete" || a.User.Username != user || a.Verb != "get" ||
+			a.ObjectRef.Resource != resource || a.ObjectRef.Subresource != "" || a.ObjectRef.Namespace != namespace {
+			continue
+		}
+		out = append(out, a.ObjectRef.Name)
+	}
+	return out, sc.Err()
+}
+
 // PodEvents lists the events on a pod as "Type Reason".
 func PodEvents(ctx context.Context, kube kubernetes.Interface, pod *corev1.Pod) ([]string, error) {
 	list, err := kube.CoreV1().Events(pod.Namespace).List(ctx, metav1.ListOptions{
