@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
+	"github.com/sidecar-terminator/sidecar-terminator/controller/kube"
 	"github.com/sidecar-terminator/sidecar-terminator/controller/reconciler"
 )
 
@@ -310,6 +311,23 @@ type lastWrite struct {
 	mu        sync.Mutex
 	sec       int64 // the Unix second cur counts
 	cur, prev int
+}
+
+// liveWriter is the reconciler's Writer with its live reads. The reconciler
+// finds those by asking its Writer for them (reconciler.LiveChecker,
+// reconciler.JobReader); lastWrite embeds the Writer interface, which hides
+// every method it does not declare, so they are named here again.
+type liveWriter struct {
+	*lastWrite
+	reconciler.LiveChecker
+	reconciler.JobReader
+}
+
+// newWriter wraps the API writer: the write counter the events give way
+// to, and the reconciler's Writer with the live reads.
+func newWriter(kw kube.Writer) (*lastWrite, reconciler.Writer) {
+	lw := &lastWrite{Writer: kw}
+	return lw, liveWriter{lastWrite: lw, LiveChecker: kw, JobReader: kw}
 }
 
 func (w *lastWrite) unix() int64 {

@@ -3,11 +3,13 @@ package reconciler
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
 )
@@ -15,8 +17,9 @@ import (
 // JobReader reads a pod's owning Job live. The controller keeps no Job
 // informer: a Job is read only for a pod whose plan asks for it
 // (decision.Plan.NeedsJob: a main failed and a CRR is about to stop a
-// sidecar), and once per pod (podMemory keeps what was read), so a swap, a
-// pod no Job owns or whose mains succeeded costs no read at all.
+// sidecar), and once per Job (jobPolicies keeps what was read, by the Job's
+// UID), so a swap, a pod no Job owns or whose mains succeeded costs no read
+// at all, and the retries of one Job cost one read between them.
 type JobReader interface {
 	LiveJob(ctx context.Context, namespace, name string) (*batchv1.Job, error)
 }
@@ -56,6 +59,11 @@ func (r *Reconciler) withJob(ctx context.Context, pod *corev1.Pod, mem *podMemor
 	if plan.NeedsJob == "" || mem.job() != nil {
 		return plan, nil
 	}
+	uid := ownerUID(pod, plan.NeedsJob)
+	if facts, ok := r.jobs.get(uid); ok {
+		mem.readJob(facts)
+		return r.plan(pod, mem, now)
+	}
 	jr, ok := r.jobReader()
 	if !ok {
 		return plan, nil
@@ -66,6 +74,7 @@ func (r *Reconciler) withJob(ctx context.Context, pod *corev1.Pod, mem *podMemor
 		return plan, err
 	}
 	mem.readJob(facts)
+	r.jobs.put(uid, facts)
 	if plan, err = r.plan(pod, mem, now); err != nil {
 		return plan, err
 	}
@@ -113,4 +122,59 @@ func swapsForJob(plan decision.Plan) bool {
 		}
 	}
 	return false
+}
+
+// jobPolicies remembers what was read of Jobs, by UID, so that the pods of
+// one Job (its retries, its parallel pods) cost one read between them. A
+// Job's podFailurePolicy cannot change once it is created (the API server's
+// ValidateJobSpecUpdate, pkg/apis/batch/validation/validation.go, holds it
+// immutable), and a UID is never reused, so what was read stays true: a Job
+// gone stays gone. The oldest entries are dropped past jobPoliciesMax.
+type jobPolicies struct {
+	mu    sync.Mutex
+	byUID map[types.UID]*decision.JobFacts
+	order []types.UID
+}
+
+const jobPoliciesMax = 4096
+
+func (j *jobPolicies) get(uid types.UID) (*decision.JobFacts, bool) {
+	if uid == "" {
+		return nil, false
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	f, ok := j.byUID[uid]
+	return f, ok
+}
+
+func (j *jobPolicies) put(uid types.UID, f *decision.JobFacts) {
+	if uid == "" {
+		return
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.byUID == nil {
+		j.byUID = map[types.UID]*decision.JobFacts{}
+	}
+	if _, ok := j.byUID[uid]; ok {
+		return
+	}
+	if len(j.order) >= jobPoliciesMax {
+		delete(j.byUID, j.order[0])
+		j.order = j.order[1:]
+	}
+	j.byUID[uid] = f
+	j.order = append(j.order, uid)
+}
+
+// ownerUID is the UID of the pod's owning Job of that name, as its owner
+// reference says.
+func ownerUID(pod *corev1.Pod, job string) types.UID {
+	for _, o := range pod.OwnerReferences {
+		if o.Kind == "Job" && o.Name == job && o.Controller != nil && *o.Controller {
+			return o.UID
+		}
+	}
+	return ""
 }

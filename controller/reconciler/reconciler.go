@@ -80,6 +80,8 @@ type Reconciler struct {
 	// crrAPILost: when this reconciler first found the CRR API not served
 	// since it last found it served (Unix nanoseconds; 0 while served).
 	crrAPILost atomic.Int64
+	// jobs: what was read of pods' owning Jobs (jobverdict.go).
+	jobs jobPolicies
 }
 
 // New returns a reconciler. metrics may be nil.
