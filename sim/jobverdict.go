@@ -71,7 +71,7 @@ var _ reconciler.JobReader = (*apiWriter)(nil)
 // pods a main failed.
 func (ch *Checker) jobVerdict(e *podEntry) {
 	policy := e.tmpl.JobPolicy
-	if policy == nil || e.obj.Status.Phase != corev1.PodFailed || !mainFailed(e) || swapped(e) {
+	if policy == nil || e.obj.Status.Phase != corev1.PodFailed || !mainFailed(e) {
 		return
 	}
 	first, rule := decision.PolicyVerdict(policy, &e.obj.Status)
@@ -80,22 +80,6 @@ func (ch *Checker) jobVerdict(e *podEntry) {
 		ch.violate("safety", e, "the Job's verdict on the pod's first terminal status is %q (rule %d), on its main containers alone %q: a stopped sidecar's exit code changed it (%s)",
 			first, rule, alone, sidecarExits(e))
 	}
-}
-
-// swapped: a sidecar of the pod was stopped by the image swap. The model
-// (sim/model) ends a swapped container at its old instance's exit and keeps
-// the pod terminal when every other container has exited, where the kubelet
-// kills the old instance and starts the quick-exit image in one sync, so the
-// Job reads the quick-exit image's 0 (docs/job-verdict.md). Until the model
-// and the real node are held to each other on that, the checker judges the
-// pods stopped by CRRs, whose exits the model and the kubelet agree on.
-func swapped(e *podEntry) bool {
-	for _, c := range e.obj.Spec.Containers {
-		if e.truth.sidecars[c.Name] && c.Image == QuickExitImage {
-			return true
-		}
-	}
-	return false
 }
 
 func mainFailed(e *podEntry) bool {
@@ -171,15 +155,11 @@ func jobPolicyTemplates(r *rand.Rand) []Template {
 		term := onTerm[r.IntN(len(onTerm))]
 		switch r.IntN(3) {
 		case 1:
+			// Both marks: a CRR, or the swap where the policy could read
+			// the CRR's exit (decision/jobsettle.go).
 			marks = append(marks, markImage)
 		case 2:
-			// Swapped only: a sidecar that handles SIGTERM. The model ends
-			// a swapped container that ignores SIGTERM at the old
-			// instance's 137 and keeps the pod terminal when every other
-			// container has exited, where the kubelet kills and starts it
-			// in one sync and the quick-exit image's 0 is what the Job
-			// reads (docs/job-verdict.md).
-			marks, term = []corev1.EnvVar{markImage}, onTerm[r.IntN(2)]
+			marks = []corev1.EnvVar{markImage}
 		}
 		t := never(fmt.Sprintf("jv%d", i), mainC("main", 2*time.Second, 20*time.Second, codes[r.IntN(len(codes))]),
 			sidecar("proxy", term, marks...))
@@ -209,6 +189,10 @@ var jobVerdictScenarios = func() []Scenario {
 		{Name: "job-verdict-ignore", Purpose: "podFailurePolicy Ignore In [137 143], main exits 3, CRR-stopped sidecar exits 137: the phase is settled first, so the failure counts",
 			Nodes: normalNodes, Templates: []Template{
 				withJobPolicy(never("ig-137", mainC("main", 2*time.Second, 10*time.Second, 3), sidecar("proxy", "ignore", markCRR)), ignoreSignals)}},
+		{Name: "job-verdict-swap", Purpose: "podFailurePolicy FailJob NotIn [0 1] or Ignore In [137 143] on every container, main exits 1 or 3, a sidecar with both the CRR mark and a quick-exit image that ignores SIGTERM: the swap stops it (exit 0), not the CRR, and nothing is settled",
+			Nodes: normalNodes, Templates: []Template{
+				withJobPolicy(never("sw-fj", mainC("main", 2*time.Second, 10*time.Second, 1), sidecar("proxy", "ignore", markCRR, markImage)), failJobAny),
+				withJobPolicy(never("sw-ig", mainC("main", 2*time.Second, 10*time.Second, 3), sidecar("proxy", "ignore", markCRR, markImage)), ignoreSignals)}},
 		{Name: "job-verdict-main-rule", Purpose: "podFailurePolicy on containerName main, or a swap's exit 0: nothing the stop leaves is read, no settle",
 			Nodes: normalNodes, Templates: []Template{
 				withJobPolicy(never("main-rule", mainC("main", 2*time.Second, 10*time.Second, 1), sidecar("proxy", "exit:143", markCRR)), failJobMain),

@@ -29,7 +29,7 @@ func affected(e *podEntry) bool {
 }
 
 func TestJobReadsOnePerAffectedPodAndNoneElsewhere(t *testing.T) {
-	for _, name := range []string{"job-verdict-failjob", "job-verdict-ignore", "job-verdict-main-rule", "job-never-ignore-exit-code", "normal-image-only", "mixed-cluster"} {
+	for _, name := range []string{"job-verdict-failjob", "job-verdict-ignore", "job-verdict-swap", "job-verdict-main-rule", "job-never-ignore-exit-code", "normal-image-only", "mixed-cluster"} {
 		sc, err := Lookup(name)
 		if err != nil {
 			t.Fatal(err)
@@ -52,5 +52,31 @@ func TestJobReadsOnePerAffectedPodAndNoneElsewhere(t *testing.T) {
 			t.Errorf("%s: %d Job reads for %d affected pods of %d, want one each", name, r.JobReads, want, len(s.world.byUID))
 		}
 		t.Logf("%s: %d pods, %d affected, %d Job reads, %d settled for the Job's verdict", name, len(s.world.byUID), want, r.JobReads, settled)
+	}
+}
+
+// Where a rule reads every container and the sidecar has a quick-exit image,
+// each pod costs one Job read and one write, the swap: no CRR, no settle;
+// and the checker holds the Job's verdict on the swapped pods too.
+func TestTheJobsVerdictStopsBySwapWhereARuleReadsTheCRR(t *testing.T) {
+	sc, err := Lookup("job-verdict-swap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(sc, 1, Options{Pods: 60})
+	r := s.Run()
+	if r.Violation != nil {
+		t.Fatal(r.Violation)
+	}
+	pods := len(s.world.byUID)
+	if r.Applied[MethodSwap] != pods || r.Applied[MethodCRR] != 0 || r.Applied[MethodSettle] != 0 || r.JobReads != pods {
+		t.Errorf("%d pods: writes %v, %d Job reads; want one swap and one Job read each, no CRR, no settle", pods, r.Applied, r.JobReads)
+	}
+	for _, e := range s.world.byUID {
+		for _, cs := range e.obj.Status.ContainerStatuses {
+			if cs.Name == "proxy" && (cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 0) {
+				t.Errorf("pod %s: proxy %+v, want terminated with the quick-exit image's 0", e.obj.Name, cs.State)
+			}
+		}
 	}
 }

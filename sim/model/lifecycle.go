@@ -54,6 +54,20 @@ func (p *Pod) apply(c *Container, at time.Time) {
 		if !c.stopping {
 			c.runs++
 		}
+		if c.respawn && !p.deleting && !p.finishing && p.cfg.Images.pullable(c.Image) {
+			// The kubelet kills the instance whose spec changed and starts
+			// the new one in the same pod sync, and reports the pod's status
+			// only from the sync before or after it (k8s.io/kubernetes
+			// v1.37.2, pkg/kubelet/kubelet.go SyncPod sets the status before
+			// it calls the runtime's SyncPod; kuberuntime_manager.go SyncPod
+			// kills in step 3 and starts in step 9): the killed instance's
+			// exit never shows as the container's state, and the phase is
+			// not settled on it. It shows as the last state once the new
+			// instance runs.
+			c.killed = &Exit{ExitCode: c.code, FinishedAt: at}
+			c.schedule(opStart, at.Add(p.startDelay(c)), 0)
+			return
+		}
 		c.State, c.ExitCode, c.FinishedAt = Terminated, c.code, at
 	case opBackoff:
 		c.op = opNone
@@ -73,6 +87,9 @@ func (p *Pod) start(c *Container, at time.Time) {
 	}
 	if c.State == Terminated {
 		c.Last = &Exit{ExitCode: c.ExitCode, FinishedAt: c.FinishedAt}
+	}
+	if c.killed != nil {
+		c.Last, c.killed = c.killed, nil
 	}
 	if c.instances > 0 {
 		c.RestartCount++
@@ -103,6 +120,10 @@ func (p *Pod) sync(now time.Time) bool {
 			p.signal(c, now, p.Grace)
 			if c.op == opStart || c.op == opBackoff {
 				c.op = opNone
+			}
+			if k := c.killed; k != nil {
+				// Killed for a spec change, not started again: it ends.
+				c.State, c.ExitCode, c.FinishedAt, c.killed = Terminated, k.ExitCode, k.FinishedAt, nil
 			}
 		}
 		return false
@@ -175,9 +196,10 @@ func (p *Pod) maybeStart(c *Container, now time.Time) {
 			return
 		}
 		if c.respawn {
-			// The status keeps showing the killed instance until the new
-			// one exists (under Never the kubelet does not report a
-			// restart as Waiting), so the phase may settle first.
+			// Its new image cannot be pulled (apply): the kubelet's next
+			// sync shows the killed instance's exit, and under Never does
+			// not start it again (ShouldContainerBeRestarted), so the phase
+			// may settle on that exit first.
 			c.schedule(opStart, now.Add(p.startDelay(c)), 0)
 			return
 		}

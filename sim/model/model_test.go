@@ -93,24 +93,31 @@ func TestOnFailureRestartsUntilSuccess(t *testing.T) {
 func TestImageChange(t *testing.T) {
 	cases := map[string]struct {
 		policy     corev1.RestartPolicy
+		mainExit   string
 		onSIGTERM  string
+		image      string
 		wantPhase  corev1.PodPhase
 		wantImage  bool // the quick-exit instance ran
 		wantKilled int32
+		wantExit   int32 // the sidecar's exit in the final status
 	}{
-		// Under Never the killed instance's exit settles the phase at once,
-		// as the kubelet's getPhase does: a sidecar killed after ignoring
-		// SIGTERM fails the pod (why ignore-exit-code exists).
-		"never, handles SIGTERM": {corev1.RestartPolicyNever, "exit:0", corev1.PodSucceeded, false, 0},
-		"never, ignores SIGTERM": {corev1.RestartPolicyNever, "ignore", corev1.PodFailed, false, exitSIGKILL},
-		// Under OnFailure the new instance runs the quick-exit image.
-		"onfailure, ignores SIGTERM": {corev1.RestartPolicyOnFailure, "ignore", corev1.PodSucceeded, true, exitSIGKILL},
+		// The kubelet kills the old instance and starts the new one in one
+		// pod sync, under any restart policy, and reports no status in
+		// between (lifecycle.go, apply): the quick-exit image's 0 is the
+		// sidecar's exit, and the phase is the mains'.
+		"never, handles SIGTERM":              {corev1.RestartPolicyNever, "0", "exit:0", quickExit, corev1.PodSucceeded, true, 0, 0},
+		"never, ignores SIGTERM":              {corev1.RestartPolicyNever, "0", "ignore", quickExit, corev1.PodSucceeded, true, exitSIGKILL, 0},
+		"never, main failed, ignores SIGTERM": {corev1.RestartPolicyNever, "1", "ignore", quickExit, corev1.PodFailed, true, exitSIGKILL, 0},
+		"onfailure, ignores SIGTERM":          {corev1.RestartPolicyOnFailure, "0", "ignore", quickExit, corev1.PodSucceeded, true, exitSIGKILL, 0},
+		// A new image that cannot be pulled: the next sync shows the killed
+		// instance's exit, and Never does not run it again.
+		"never, image not pullable, ignores SIGTERM": {corev1.RestartPolicyNever, "0", "ignore", missing, corev1.PodFailed, false, exitSIGKILL, exitSIGKILL},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			p := newPod(t, tc.policy, ctr("main", "main", "--seconds", "5"), ctr("side", "sidecar", "--on-sigterm", tc.onSIGTERM))
+			p := newPod(t, tc.policy, ctr("main", "main", "--seconds", "5", "--exit-code", tc.mainExit), ctr("side", "sidecar", "--on-sigterm", tc.onSIGTERM))
 			runUntil(p, 10*time.Second)
-			stopped, err := p.SetImage("side", quickExit, t0.Add(10*time.Second))
+			stopped, err := p.SetImage("side", tc.image, t0.Add(10*time.Second))
 			if err != nil || !stopped {
 				t.Fatalf("SetImage: stopped=%v err=%v; want the running sidecar stopped", stopped, err)
 			}
@@ -124,7 +131,31 @@ func TestImageChange(t *testing.T) {
 			if p.Phase != tc.wantPhase || ranQuickExit != tc.wantImage || killed != tc.wantKilled {
 				t.Errorf("phase %s, quick-exit ran %v, killed instance exit %d; want %s, %v, %d", p.Phase, ranQuickExit, killed, tc.wantPhase, tc.wantImage, tc.wantKilled)
 			}
+			if st := p.Status().ContainerStatuses[1].State.Terminated; st == nil || st.ExitCode != tc.wantExit {
+				t.Errorf("sidecar's final state %+v, want terminated with %d", p.Status().ContainerStatuses[1].State, tc.wantExit)
+			}
 		})
+	}
+}
+
+// No status between the kill and the start shows the killed instance's
+// exit: the Job's podFailurePolicy reads only the quick-exit image's 0.
+func TestImageChangeNeverShowsTheKilledExit(t *testing.T) {
+	p := newPod(t, corev1.RestartPolicyNever, ctr("main", "main", "--seconds", "5", "--exit-code", "1"), ctr("side", "sidecar", "--on-sigterm", "ignore"))
+	runUntil(p, 10*time.Second)
+	if _, err := p.SetImage("side", quickExit, t0.Add(10*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	for now := t0.Add(10 * time.Second); !now.After(t0.Add(2 * time.Minute)); now = now.Add(50 * time.Millisecond) {
+		p.Advance(now)
+		st := p.Status()
+		side := st.ContainerStatuses[1].State
+		if side.Terminated != nil && side.Terminated.ExitCode != 0 {
+			t.Fatalf("%s: the sidecar shows exit %d, the killed instance's", now.Sub(t0), side.Terminated.ExitCode)
+		}
+		if st.Phase == corev1.PodFailed && side.Terminated == nil {
+			t.Fatalf("%s: the pod turned Failed with the sidecar %+v", now.Sub(t0), side)
+		}
 	}
 }
 

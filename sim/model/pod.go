@@ -108,7 +108,11 @@ type Container struct {
 	code      int32     // exit code of a scheduled exit
 	stopping  bool      // SIGTERM sent to this instance
 	respawn   bool      // restart after this exit whatever the policy (spec changed)
-	backoff   time.Duration
+	// killed: the instance killed for a spec change has ended and the new
+	// one is being started in the same kubelet sync; the status still shows
+	// the killed one as it was.
+	killed  *Exit
+	backoff time.Duration
 	// pullFailed stops retries of an image that cannot be pulled until the
 	// spec names another.
 	pullFailed bool
