@@ -23,8 +23,10 @@ import (
 // quick-exit image as well as the CRR mark. Where a rule could read a CRR's
 // exit (no containerName), the controller stops the sidecar by the swap,
 // whose exit 0 no rule reads; where the rule names the main container, by
-// the CRR. Either way the Job is retried and fails by backoffLimit, never by
-// the stop's exit, and the audit log (auditLog()) shows no settle.
+// the CRR; where no swap is possible, it settles the phase first. Every way
+// the Job is retried and fails by backoffLimit, never by the stop's exit,
+// and the audit log (auditLog()) shows the writes and Job reads each way
+// costs.
 func JobVerdictFeatures(auditLog func() string) []features.Feature {
 	in, notIn := batchv1.PodFailurePolicyOnExitCodesOpIn, batchv1.PodFailurePolicyOnExitCodesOpNotIn
 	failJob, ignore := batchv1.PodFailurePolicyActionFailJob, batchv1.PodFailurePolicyActionIgnore
@@ -36,16 +38,10 @@ func JobVerdictFeatures(auditLog func() string) []features.Feature {
 			mainExit: 1, sidecar: withImage, stop: stopBySwap}, auditLog),
 		jobVerdictFeature(jobVerdictCase{name: "job-verdict-ignore-any", rule: onExitCodes(ignore, "", in, 137, 143),
 			mainExit: 3, sidecar: withImage, stop: stopBySwap}, auditLog),
-	}
-}
-
-// JobVerdictFallbackFeatures are the cases where no swap can stop the
-// sidecar (it has no quick-exit image), so the phase is settled from the
-// mains before the stop (docs/job-verdict.md, "Where no swap is possible").
-func JobVerdictFallbackFeatures(auditLog func() string) []features.Feature {
-	in := batchv1.PodFailurePolicyOnExitCodesOpIn
-	return []features.Feature{
-		jobVerdictFeature(jobVerdictCase{name: "job-verdict-ignore-settle", rule: onExitCodes(batchv1.PodFailurePolicyActionIgnore, "", in, 137, 143),
+		// No quick-exit image: no swap is possible, so the phase is settled
+		// from the mains before the stop (docs/job-verdict.md, "The settle,
+		// and its limit"). Ignore reads a pod once, when it is counted.
+		jobVerdictFeature(jobVerdictCase{name: "job-verdict-ignore-settle", rule: onExitCodes(ignore, "", in, 137, 143),
 			mainExit: 3, sidecar: Sidecar("proxy", "ignore", true), stop: stopBySettle}, auditLog),
 	}
 }
@@ -163,7 +159,7 @@ func jobVerdictFeature(c jobVerdictCase, auditLog func() string) features.Featur
 // checkJobVerdictRequests holds the controller's requests in the namespace,
 // from the apiserver's audit log, to the stop the case expects: per pod one
 // CRR create, or one image patch, or a status patch (the settle); never a
-// settle where the stop reads nothing; and at most one GET of the Job per pod.
+// settle where the stop reads nothing; and one GET of the Job for all its pods.
 func checkJobVerdictRequests(t *testing.T, auditLog, ns, job, stop string, pods int) {
 	t.Helper()
 	writes, err := cluster.MutatingRequestsIn(auditLog, cluster.ControllerServiceAccountUser, ns)
@@ -186,7 +182,14 @@ func checkJobVerdictRequests(t *testing.T, auditLog, ns, job, stop string, pods 
 		want = map[string]int{"patch pods": pods}
 	}
 	if stop == stopBySettle {
-		want["patch pods"] = pods // the annotation that makes the kubelet sync the settled pod
+		// Each settle is followed by the annotation that makes the kubelet
+		// sync the settled pod. Until it does, its status manager may write
+		// its cached phase back, and the pod is settled once more (seen on
+		// the real node): one or two settles per pod.
+		if counts[stopBySettle] < pods || counts[stopBySettle] > 2*pods || counts["patch pods"] != counts[stopBySettle] {
+			t.Errorf("the controller's writes in %s: %v; want one or two settles per pod, each with its annotation", ns, writes)
+		}
+		want = map[string]int{stopBySettle: counts[stopBySettle], "patch pods": counts[stopBySettle]}
 	}
 	for _, k := range []string{stopBySettle, stopByCRR, "patch pods"} {
 		if counts[k] != want[k] {
@@ -197,8 +200,8 @@ func checkJobVerdictRequests(t *testing.T, auditLog, ns, job, stop string, pods 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(reads) > pods {
-		t.Errorf("the controller read Job %s %d times (%v) for %d pods; want at most one read per pod", job, len(reads), reads, pods)
+	if len(reads) != 1 {
+		t.Errorf("the controller read Job %s %d times (%v) for its %d pods; want one read (its podFailurePolicy cannot change)", job, len(reads), reads, pods)
 	}
 	t.Logf("the controller's writes in %s: %v; its Job reads: %d", ns, writes, len(reads))
 }
