@@ -51,7 +51,7 @@ func TestJobReadsOnePerAffectedPodAndNoneElsewhere(t *testing.T) {
 		if r.JobReads != want {
 			t.Errorf("%s: %d Job reads for %d affected pods of %d, want one each", name, r.JobReads, want, len(s.world.byUID))
 		}
-		t.Logf("%s: %d pods, %d affected, %d Job reads, %d settled for the Job's verdict", name, len(s.world.byUID), want, r.JobReads, settled)
+		t.Logf("%s: %d pods, %d affected, %d Job reads, %d settled for the Job's verdict; writes %v", name, len(s.world.byUID), want, r.JobReads, settled, r.Applied)
 	}
 }
 
