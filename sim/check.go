@@ -34,6 +34,8 @@ type truth struct {
 	ignoring map[string]bool
 	grace    time.Duration
 	heldUp   bool // a StopOrderHeldUp Warning was recorded
+	// jobWarned: a JobPolicyReadsSidecarExit Warning was recorded.
+	jobWarned bool
 	// crrs counts the CRRs created for the pod; killed is each sidecar's
 	// last stop: when, and which run of it (its restart count).
 	crrs   int
@@ -217,6 +219,9 @@ func (ch *Checker) podChanged(e *podEntry, old *corev1.Pod) {
 		ch.maybeSettle(e)
 	}
 	phase := e.obj.Status.Phase
+	if phase == corev1.PodFailed {
+		ch.failJobLater(e)
+	}
 	if tr.terminalAt.IsZero() && (phase == corev1.PodSucceeded || phase == corev1.PodFailed) {
 		tr.terminalAt = s.now()
 		ch.jobVerdict(e)
@@ -242,6 +247,7 @@ func (ch *Checker) event(pod *corev1.Pod, eventtype, reason string) {
 		return
 	}
 	e.truth.warned = true
+	e.truth.jobWarned = e.truth.jobWarned || reason == decision.ReasonJobPolicyReadsSidecarExit
 	if reason == decision.ReasonSecondTerminator && ch.secondSeenAt.IsZero() {
 		ch.secondSeenAt = ch.s.now()
 	}

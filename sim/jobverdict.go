@@ -82,6 +82,28 @@ func (ch *Checker) jobVerdict(e *podEntry) {
 	}
 }
 
+// failJobLater runs on every status of a Failed pod. The Job controller
+// matches the policy against every Failed pod of a Job at every sync until
+// the Job finishes, counted or not (getFailJobMessage in job_controller.go),
+// so a FailJob rule that reads a sidecar's exit written after the count still
+// fails the Job. The swap's exit 0 is never read; the settle cannot prevent
+// that (docs/job-verdict.md, "The settle, and its limit"), and where the
+// controller settles for want of a swap it must have said so: a pod whose
+// later status a FailJob rule reads, where its mains alone would not, without
+// a JobPolicyReadsSidecarExit Warning, is a violation.
+func (ch *Checker) failJobLater(e *podEntry) {
+	policy := e.tmpl.JobPolicy
+	if policy == nil || !mainFailed(e) || e.truth.jobWarned {
+		return
+	}
+	now, rule := decision.PolicyVerdict(policy, &e.obj.Status)
+	alone, _ := decision.PolicyVerdict(policy, mainsAlone(e))
+	if now == batchv1.PodFailurePolicyActionFailJob && alone != batchv1.PodFailurePolicyActionFailJob {
+		ch.violate("safety", e, "a later sync of the Job would fail it by its podFailurePolicy rule %d (FailJob) on the pod's status, where its main containers alone get %q, and no %s Warning said so (%s)",
+			rule, alone, decision.ReasonJobPolicyReadsSidecarExit, sidecarExits(e))
+	}
+}
+
 func mainFailed(e *podEntry) bool {
 	for _, cs := range e.obj.Status.ContainerStatuses {
 		if !e.truth.sidecars[cs.Name] && cs.State.Terminated != nil && cs.State.Terminated.ExitCode != 0 {
