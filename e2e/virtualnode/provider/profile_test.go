@@ -15,8 +15,8 @@ import (
 // ACI's and virtual-kubelet's mock providers leave it running its old image.
 func TestProfileDecidesWhatAnImageSwapDoes(t *testing.T) {
 	want := map[Profile]string{
-		ProfileRestart: "Succeeded main=T:0/0 sidecar=T:0/0",
-		ProfileECI:     "Succeeded main=T:0/0 sidecar=T:0/0",
+		ProfileRestart: "Succeeded main=T:0/0 sidecar=T:0/1",
+		ProfileECI:     "Succeeded main=T:0/0 sidecar=T:0/1",
 		ProfileACI:     "Running main=T:0/0 sidecar=R/0",
 		ProfileVKMock:  "Running main=T:0/0 sidecar=R/0",
 	}

@@ -153,15 +153,16 @@ func TestRestartRules(t *testing.T) {
 		"OnFailure: a main that exits 1 is restarted until it exits 0": {
 			policy: corev1.RestartPolicyOnFailure, mainArgs: main("1", "0"), exitScript: "1,1,0", sidecarImage: DefaultWorkloadImage,
 			until: 30 * time.Second, want: "Running main=T:0/2 sidecar=R/0"},
-		// The swap stops the running sidecar (SIGTERM, exit 0); its status
-		// shows that exit until a new instance exists, so the pod settles
-		// Succeeded before the quick-exit image is started.
+		// The swap stops the running sidecar (SIGTERM) and starts the
+		// quick-exit image in the same kubelet sync, under any restart
+		// policy (sim/model, apply): the new instance's 0 is what the status
+		// shows, and the pod settles once it has exited.
 		"Never: an image swap stops the sidecar; the pod Succeeds": {
 			policy: corev1.RestartPolicyNever, mainArgs: main("2", "0"), sidecarImage: DefaultWorkloadImage,
-			swapAt: 5 * time.Second, until: 15 * time.Second, want: "Succeeded main=T:0/0 sidecar=T:0/0"},
+			swapAt: 5 * time.Second, until: 15 * time.Second, want: "Succeeded main=T:0/0 sidecar=T:0/1"},
 		"OnFailure: an image swap stops the sidecar; the pod Succeeds": {
 			policy: corev1.RestartPolicyOnFailure, mainArgs: main("2", "0"), sidecarImage: DefaultWorkloadImage,
-			swapAt: 5 * time.Second, until: 15 * time.Second, want: "Succeeded main=T:0/0 sidecar=T:0/0"},
+			swapAt: 5 * time.Second, until: 15 * time.Second, want: "Succeeded main=T:0/0 sidecar=T:0/1"},
 		"an image swap while the main runs restarts the sidecar with the new image": {
 			policy: corev1.RestartPolicyNever, mainArgs: main("20", "0"), sidecarImage: DefaultWorkloadImage,
 			swapAt: 5 * time.Second, until: 10 * time.Second, want: "Running main=R/0 sidecar=T:0/1"},
@@ -181,9 +182,9 @@ func TestRestartRules(t *testing.T) {
 				Action:    corev1.ContainerRestartRuleActionRestart,
 				ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{Operator: corev1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{42}}}},
 			mainArgs: main("1", "0"), exitScript: "42,0", sidecarImage: DefaultWorkloadImage, until: 20 * time.Second, want: "Running main=T:0/1 sidecar=R/0"},
-		"pod OnFailure, main restartPolicy Never exits 1: not restarted; the swap fails the pod": {
+		"pod OnFailure, main restartPolicy Never exits 1: not restarted; the pod fails on it after the swap": {
 			policy: corev1.RestartPolicyOnFailure, mainPolicy: corev1.ContainerRestartPolicyNever, mainArgs: main("2", "1"),
-			sidecarImage: DefaultWorkloadImage, swapAt: 5 * time.Second, until: 15 * time.Second, want: "Failed main=T:1/0 sidecar=T:0/0"},
+			sidecarImage: DefaultWorkloadImage, swapAt: 5 * time.Second, until: 15 * time.Second, want: "Failed main=T:1/0 sidecar=T:0/1"},
 		"the quick-exit image exits 0 at once, whatever its argv": {
 			policy: corev1.RestartPolicyNever, mainArgs: main("2", "0"), sidecarImage: quick,
 			until: 15 * time.Second, want: "Succeeded main=T:0/0 sidecar=T:0/0"},
