@@ -10,6 +10,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
@@ -17,11 +18,18 @@ import (
 	"github.com/sidecar-terminator/sidecar-terminator/controller/reconciler"
 )
 
-// jobAPI is apiFake that serves one Job to live reads and counts them.
+// jobAPI is apiFake that serves one Job to live reads and counts them, and
+// keeps the events' messages.
 type jobAPI struct {
 	*apiFake
-	job   *batchv1.Job
-	reads int
+	job      *batchv1.Job
+	reads    int
+	messages []string
+}
+
+func (a *jobAPI) Event(obj runtime.Object, eventtype, reason, message string) {
+	a.apiFake.Event(obj, eventtype, reason, message)
+	a.messages = append(a.messages, eventtype+" "+reason+": "+message)
 }
 
 func (a *jobAPI) LiveJob(_ context.Context, _, name string) (*batchv1.Job, error) {
@@ -88,6 +96,11 @@ func TestTheJobIsReadOncePerJobAndItsRuleChoosesTheStop(t *testing.T) {
 			if tc.write == "patch" {
 				if img := a.pods["p1"].Spec.Containers[1].Image; img != quickExitImage {
 					t.Errorf("p1's proxy runs %s after the sync, want the quick-exit image", img)
+				}
+				want := `Normal SidecarTerminating: Stopping sidecars [proxy] by swapping their image for the quick-exit image ` + quickExitImage +
+					`, not by a ContainerRecreateRequest: Job default/j's podFailurePolicy rule 0 (FailJob) would read sidecar "proxy"'s exit code 143 from the stop`
+				if len(a.messages) == 0 || !strings.HasPrefix(a.messages[0], want) {
+					t.Errorf("events %q, want first one starting %q", a.messages, want)
 				}
 			}
 		})
