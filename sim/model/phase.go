@@ -46,8 +46,10 @@ func (c *Container) status() corev1.ContainerStatus {
 // phase is the kubelet's getPhase over the model's containers, with the pod
 // terminal once no container will run again. As in k8s.io/kubernetes@v1.35.4
 // pkg/kubelet/kubelet_pods.go getPhase with ContainerRestartRules on, a
-// stopped container counts as restarting by its restart rules alone: a
-// container restarted for a spec change is not (the phase may settle first).
+// stopped container counts as restarting by its restart rules alone. A
+// container restarted for a spec change never shows as stopped (the kubelet
+// kills and starts it in one sync: lifecycle.go, apply), except when its new
+// image cannot be pulled, and then the phase settles on the killed exit.
 func (p *Pod) phase() corev1.PodPhase {
 	pendingInit, failedInit, pendingNative := p.initCounts()
 	var running, waiting, stopped, succeeded, restartable int
