@@ -143,6 +143,11 @@ func jobVerdictFeature(c jobVerdictCase, auditLog func() string) features.Featur
 				if p.Status.Phase != corev1.PodFailed {
 					t.Errorf("pod %s: phase %s, want Failed (its main exited %d)", p.Name, p.Status.Phase, c.mainExit)
 				}
+				// The swap restarts the sidecar alone: a terminated main of
+				// a Never pod is not started again.
+				if m, ok := ContainerState(&p, "main"); !ok || m.RestartCount != 0 || m.State.Terminated == nil || m.State.Terminated.ExitCode != int32(c.mainExit) {
+					t.Errorf("pod %s: main %+v, want terminated with %d and never restarted", p.Name, m, c.mainExit)
+				}
 				code, _ := ExitCode(&p, "proxy")
 				if c.stop == stopBySwap && code != 0 {
 					t.Errorf("pod %s: proxy exited %d, want the quick-exit image's 0", p.Name, code)
