@@ -151,4 +151,8 @@ type Plan struct {
 	// AwaitsSecondTerminator: a first CRR waits for kruise's to show
 	// (second.go); the reconciler looks for it.
 	AwaitsSecondTerminator bool
+	// Confirm names what the plan assumed absent or finished and the input
+	// cannot vouch for (confirm.go): the reconciler reads it live, in one
+	// step, and decides once more before it writes anything.
+	Confirm Confirm
 }

@@ -158,6 +158,9 @@ type CRR struct {
 	// no longer moves, and kruise-manager's completion of it at its deadline,
 	// which carries kruise-daemon's last states, is never seen.
 	Unseen bool
+	// Deleted: this controller deleted the CRR (or may have: the delete got
+	// no answer), and the cache does not show it; it reads as finished.
+	Deleted bool
 }
 
 // Finished reports whether kruise has stopped working on the CRR.
@@ -251,6 +254,21 @@ type Input struct {
 	// Job is the pod's owning Job as read live, when a plan asked for it
 	// (Plan.NeedsJob); nil when not read (jobsettle.go).
 	Job *JobFacts
+
+	// RefusedCRRs are this controller's CRR creates that were refused (or
+	// got no answer), as the reconciler remembers them: a CRR under such a
+	// name may exist all the same (confirm.go).
+	RefusedCRRs []Action
+	// ReadLive names the CRRs read from the API server in this sync, found
+	// or not (Plan.Confirm): the plan asks for them no more.
+	ReadLive []string
+	// PodLive: the pod was read from the API server in this sync, not the cache.
+	PodLive bool
+	// SecondTerminatorAwaited: a first CRR of the pod has waited for
+	// OpenKruise's SidecarTerminator's CRR (second.go); SecondLooked: the
+	// looks for it made so far. Both as remembered.
+	SecondTerminatorAwaited bool
+	SecondLooked            SecondLook
 
 	// stage is the stop-order stage being planned: set by the stop-order
 	// layer on the copy of the input it hands to kill, whose CRRs are then

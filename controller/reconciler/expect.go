@@ -192,38 +192,6 @@ func podShows(pod *corev1.Pod, a decision.Action) bool {
 	return false
 }
 
-// recheckCorrection decides a plan that corrects an earlier kill once more,
-// on the live pod, when the cache's pod is not the latest. Such a plan
-// (FailedKills: a CRR past its deadline while the sidecar still runs, a
-// sidecar that came back) judges the pod by the cache, and a lagging cache
-// shows a sidecar running that has long stopped: the correction (a Warning,
-// a second CRR, a swap, recording the failed attempt) would be a second
-// write for nothing. The happy path
-// never gets here; a correction costs one read.
-func (r *Reconciler) recheckCorrection(ctx context.Context, pod *corev1.Pod, mem *podMemory, plan decision.Plan, now time.Time) (*corev1.Pod, decision.Plan, error) {
-	live, ok := r.write.(LiveChecker)
-	if !ok || len(plan.FailedKills) == 0 || len(plan.Actions) == 0 {
-		return pod, plan, nil
-	}
-	p, err := live.LivePod(ctx, pod.Namespace, pod.Name)
-	switch {
-	case apierrors.IsNotFound(err):
-		// Gone: the cache's delete event brings the pod back, and it is forgotten.
-		return pod, decision.Plan{Verdict: decision.VerdictIgnored, Reason: "the pod is gone"}, nil
-	case err != nil:
-		return nil, decision.Plan{}, fmt.Errorf("read pod %s/%s live before correcting a kill: %w", pod.Namespace, pod.Name, err)
-	case p.UID != pod.UID:
-		return pod, decision.Plan{Verdict: decision.VerdictIgnored, Reason: "the pod was replaced by another of the same name"}, nil
-	case p.ResourceVersion == pod.ResourceVersion:
-		return pod, plan, nil
-	}
-	fresh, err := r.plan(p, mem, now)
-	if err != nil {
-		return nil, decision.Plan{}, err
-	}
-	return p, fresh, nil
-}
-
 // requeueAfter is when to look at the pod again: the plan's own wait, or the
 // expectation's timeout if a write is still unseen, whichever comes first,
 // so a write whose effect never reaches the cache is revisited even when

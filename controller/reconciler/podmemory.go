@@ -121,23 +121,23 @@ func (m *podMemory) crrRefused(a decision.Action) {
 	m.refusedCRRs[a.CRRName] = a
 }
 
-// rememberedCRRs are the remembered CRRs the cache does not show: as last
-// seen, or finished when this controller deleted them. A CRR the cache
-// shows is the cache's (newer) copy, even one deleted and made again.
-func (m *podMemory) rememberedCRRs(cached []*kruisev1alpha1.ContainerRecreateRequest) []decision.CRR {
+// rememberedCRRs are the remembered CRRs the cache does not show (cached:
+// the CRRs it shows): as last seen, or finished when this controller deleted
+// them. A CRR the cache shows is the cache's (newer) copy, even one deleted
+// and made again.
+func (m *podMemory) rememberedCRRs(cached []decision.CRR) []decision.CRR {
 	var out []decision.CRR
 	for _, name := range slices.Sorted(maps.Keys(m.crrs)) {
-		seen := false
-		for _, k := range cached {
-			seen = seen || k.Name == name
-		}
-		if seen {
+		if slices.ContainsFunc(cached, func(k decision.CRR) bool { return k.Name == name }) {
 			continue
 		}
 		c := m.crrs[name]
 		c.Unseen = true
-		if at, ok := m.deletedCRRs[name]; ok && !c.Finished() {
-			c.Phase, c.Completed, c.Message = "Completed", at, "deleted by this controller"
+		if at, ok := m.deletedCRRs[name]; ok {
+			c.Deleted = true
+			if !c.Finished() {
+				c.Phase, c.Completed, c.Message = "Completed", at, "deleted by this controller"
+			}
 		}
 		out = append(out, c)
 	}
@@ -303,41 +303,23 @@ func (m *podMemory) knowsCRR(name string) bool {
 func (m *podMemory) crr(name string) decision.CRR { return m.crrs[name] }
 
 // liveCRRSeen remembers a CRR read live: seen, and no longer taken for one
-// this controller deleted.
+// this controller deleted, or whose create was refused.
 func (m *podMemory) liveCRRSeen(c decision.CRR) {
 	delete(m.deletedCRRs, c.Name)
 	m.seeCRR(c)
+	// A refused create of it (one that got no answer) was applied after all.
+	delete(m.refusedCRRs, c.Name)
+	if r, ok := m.refused[decision.ActionCreateCRR]; ok && r.CRRName == c.Name {
+		delete(m.refused, decision.ActionCreateCRR)
+	}
 }
 
-// refusedEarlierStages are the creates of stages before stage that this
-// controller was refused and whose CRRs it knows of no other way.
-func (m *podMemory) refusedEarlierStages(stage int) []decision.Action {
+// refusedCRRList is the CRR creates of this controller that were refused,
+// by name, for the decision (decision.Input.RefusedCRRs).
+func (m *podMemory) refusedCRRList() []decision.Action {
 	var out []decision.Action
 	for _, name := range slices.Sorted(maps.Keys(m.refusedCRRs)) {
-		a := m.refusedCRRs[name]
-		if _, known := m.crrs[name]; known || a.Stage >= stage {
-			continue
-		}
-		out = append(out, a)
-	}
-	return out
-}
-
-// hasRefusedCRRs and hasDeletedCRRs say whether any CRR create was refused,
-// or any CRR deleted, by this controller.
-func (m *podMemory) hasRefusedCRRs() bool { return len(m.refusedCRRs) > 0 }
-func (m *podMemory) hasDeletedCRRs() bool { return len(m.deletedCRRs) > 0 }
-
-// deletedEarlierStages names the CRRs of stages before stage that this
-// controller deleted, in order, whatever the cache shows.
-func (m *podMemory) deletedEarlierStages(stage int) []string {
-	var out []string
-	for _, name := range slices.Sorted(maps.Keys(m.crrs)) {
-		_, deleted := m.deletedCRRs[name]
-		if c := m.crrs[name]; !deleted || c.Stage >= stage {
-			continue
-		}
-		out = append(out, name)
+		out = append(out, m.refusedCRRs[name])
 	}
 	return out
 }
@@ -376,6 +358,7 @@ func (m *podMemory) waitingSinceTime() time.Time { return m.waitingSince }
 func (m *podMemory) lookedForSecond(why int) bool    { return m.secondLooked&why == why }
 func (m *podMemory) lookedForSecondAny(why int) bool { return m.secondLooked&why != 0 }
 func (m *podMemory) lookForSecond(why int)           { m.secondLooked |= why }
+func (m *podMemory) secondLooks() int                { return m.secondLooked &^ awaited }
 
 // secondTerminator is OpenKruise's SidecarTerminator's CRR for the pod, once
 // found (nil until then); secondFound remembers it.

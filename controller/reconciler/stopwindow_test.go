@@ -408,7 +408,12 @@ func TestAStageDeleteWithoutAnswerIsCheckedBeforeTheNextStage(t *testing.T) {
 	running := shipperPod(podtest.Running()).Build()
 	st1, st2 := decision.StageCRRName(running, 1, 1), decision.StageCRRName(running, 2, 1)
 	w := &liveWorld{world: &world{pod: running, crrAPI: true, answers: map[string][]error{}}, live: map[string]*kruisev1alpha1.ContainerRecreateRequest{}}
+	// Ours as made, but for the managed-by label a policy stripped.
 	crr := stageCRR(st1, 1, "fluent-bit")
+	crr.Labels[reconciler.LabelPodUID], crr.Spec.PodName = string(running.UID), running.Name
+	crr.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: running.Name, UID: running.UID}}
+	deadline := int64(decision.CRRDeadline(running, decision.DefaultPolicy()) / time.Second)
+	crr.Spec.ActiveDeadlineSeconds = &deadline
 	w.crrs = []*kruisev1alpha1.ContainerRecreateRequest{crr}
 	w.live[st1] = crr
 	f := newFixtureWriting(w.world, w)
