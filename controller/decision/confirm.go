@@ -135,25 +135,42 @@ func confirmations(in Input, p Plan) Confirm {
 				}
 			}
 			// The earlier stages' CRRs the pod's own marks say may exist
-			// (soak seed 140), and the next stage's, which a replica that
-			// found this stage held up made (soak seed 313).
-			for _, e := range earlierStageCRRs(in.Pod, a.Stage) {
-				addUnknown(e)
+			// (soak seed 140), or, for a memory that did not watch the
+			// stop from its start, any earlier stage's (soak seed 1061: a
+			// new leader whose CRR informer lags its pod informer sees an
+			// earlier stage's sidecars stopped and not the CRR that stops
+			// them, still in flight).
+			for _, e := range earlierStageCRRs(in.Pod, a.Stage, !watchedFromStart(in, p)) {
+				if e.Stage > 0 || unnamedSidecars(p) {
+					addUnknown(e)
+				}
 			}
-			if next, ok := laterStageCRR(in.Pod, a.Stage); ok {
+			// The next stage's, which a replica that found this stage held
+			// up made (soak seed 313): that replica deleted this stage's
+			// CRR, which this one never saw. A memory that watched the pod
+			// since before its mains were done saw this stage's CRR, in the
+			// cache or as its own write, and remembers it: it would not be
+			// making it now. So only a memory that began later (a restart,
+			// a new leader) asks, and the happy path reads nothing.
+			if next, ok := laterStageCRR(in.Pod, a.Stage); ok && !watchedFromStart(in, p) {
 				addUnknown(next)
 			}
 			for _, k := range in.CRRs {
-				// A stage's CRR this controller deleted, which another
-				// replica may have made again since.
-				// Or whose delete got no answer and may not have been
-				// applied: then the CRR itself may stand (soak seed 376).
-				if k.Deleted && k.Stage < a.Stage && in.CRRAPI {
-					after := k.Created
-					if crrRefusal(in.Refusals, ActionDeleteCRR, k.Name) != nil {
-						after = time.Time{}
-					}
-					add(Action{Kind: ActionCreateCRR, CRRName: k.Name, Attempt: k.Attempt, Stage: k.Stage, Containers: k.Containers}, after)
+				if !k.Deleted || k.Stage >= a.Stage || !in.CRRAPI {
+					continue
+				}
+				switch {
+				case crrRefusal(in.Refusals, ActionDeleteCRR, k.Name) != nil:
+					// Its delete got no answer and may not have been
+					// applied: the CRR itself may stand (soak seed 376).
+					add(Action{Kind: ActionCreateCRR, CRRName: k.Name, Attempt: k.Attempt, Stage: k.Stage, Containers: k.Containers}, time.Time{})
+				case !allTerminated(p, k.Containers):
+					// A held-up stage's CRR this controller deleted when its
+					// window closed, with its sidecars still running: another
+					// replica that sees them running may have made it again
+					// since. One whose sidecars all stopped is made again by
+					// no one who sees them stopped, and would stop nothing.
+					add(Action{Kind: ActionCreateCRR, CRRName: k.Name, Attempt: k.Attempt, Stage: k.Stage, Containers: k.Containers}, k.Created)
 				}
 			}
 			for _, r := range in.RefusedCRRs {
@@ -203,15 +220,20 @@ func createsFirstCRR(p Plan) bool {
 }
 
 // earlierStageCRRs are the CRRs the stages before stage may have in flight
-// by the pod's own record: each stage up to the one its stop-stage mark says
-// was issued, at the attempt recorded for it (the first when none is). A
-// replica whose CRR informer lags its pod informer sees the mark another
+// by the pod's own record (every stage before it when all): each stage up to
+// the one its stop-stage mark says was issued, and the stage its attempt
+// record names, at the attempt recorded for it (the first when none is). A
+// replica whose CRR informer lags its pod informer sees the marks another
 // replica wrote a moment ago, and not that replica's CRR.
-func earlierStageCRRs(pod *corev1.Pod, stage int) []Action {
+func earlierStageCRRs(pod *corev1.Pod, stage int, all bool) []Action {
 	mark, _ := stageMark(pod)
 	var out []Action
-	for s := 0; s < stage && s <= mark; s++ {
-		attempt := max(recordedAttempts(pod, s), 1)
+	for s := 0; s < stage; s++ {
+		recorded := recordedAttempts(pod, s)
+		if !all && s > mark && recorded == 0 {
+			continue
+		}
+		attempt := max(recorded, 1)
 		out = append(out, Action{Kind: ActionCreateCRR, CRRName: StageCRRName(pod, s, attempt), Attempt: attempt, Stage: s})
 	}
 	return out
@@ -251,4 +273,37 @@ func crrRefusal(refusals []Refusal, kind ActionKind, name string) *Refusal {
 		}
 	}
 	return nil
+}
+
+// watchedFromStart reports whether the reconciler's memory of the pod began
+// before its mains were done: before any stop of its sidecars was made.
+func watchedFromStart(in Input, p Plan) bool {
+	return !in.WatchedSince.IsZero() && !p.MainsDoneAt.IsZero() && in.WatchedSince.Before(p.MainsDoneAt)
+}
+
+// allTerminated reports whether every named container has terminated, as
+// the plan classified them.
+func allTerminated(p Plan, names []string) bool {
+	for _, n := range names {
+		for _, c := range p.Containers {
+			if c.Name == n && c.State != StateTerminated {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// unnamedSidecars reports whether the pod has sidecars its stop order does
+// not name: stage 0, which has a CRR only then.
+func unnamedSidecars(p Plan) bool {
+	if p.Stage == nil {
+		return true
+	}
+	for _, c := range p.Containers {
+		if c.Role == RoleSidecar && !c.IgnoreExitCode && !contains(p.Stage.Order, c.Name) {
+			return true
+		}
+	}
+	return false
 }

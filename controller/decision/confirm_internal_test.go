@@ -17,7 +17,7 @@ func TestEarlierStageCRRsFollowTheMarkAndTheRecordedAttempt(t *testing.T) {
 	pod := podtest.Pod("p").Annotate(AnnotationStopStage, "1 "+at).
 		Annotate(AnnotationCRRAttempts, AttemptsMark(1, 2)).Build()
 	var got []string
-	for _, a := range earlierStageCRRs(pod, 2) {
+	for _, a := range earlierStageCRRs(pod, 2, false) {
 		got = append(got, a.CRRName)
 	}
 	want := []string{StageCRRName(pod, 0, 1), StageCRRName(pod, 1, 2)}
@@ -26,10 +26,10 @@ func TestEarlierStageCRRsFollowTheMarkAndTheRecordedAttempt(t *testing.T) {
 	}
 	// A mark at the stage itself: the stages before it, not the stage's own.
 	atTwo := podtest.Pod("p").Annotate(AnnotationStopStage, "2 "+at).Build()
-	if got := earlierStageCRRs(atTwo, 2); len(got) != 2 || got[1].Stage != 1 {
+	if got := earlierStageCRRs(atTwo, 2, false); len(got) != 2 || got[1].Stage != 1 {
 		t.Errorf("earlierStageCRRs(mark 2, stage 2) = %v, want stages 0 and 1", got)
 	}
-	if n := len(earlierStageCRRs(podtest.Pod("p").Build(), 2)); n != 0 {
+	if n := len(earlierStageCRRs(podtest.Pod("p").Build(), 2, false)); n != 0 {
 		t.Errorf("a pod without a mark: %d CRRs to read, want none", n)
 	}
 }

@@ -262,6 +262,11 @@ type Input struct {
 	// ReadLive names the CRRs read from the API server in this sync, found
 	// or not (Plan.Confirm): the plan asks for them no more.
 	ReadLive []string
+	// WatchedSince is when the reconciler's memory of the pod began: its
+	// first sync of the pod in this process, zero when unknown. A memory
+	// that began before the mains were done has seen every CRR of the pod's
+	// stop made since, in the cache or as its own write (confirm.go).
+	WatchedSince time.Time
 	// PodLive: the pod was read from the API server in this sync, not the cache.
 	PodLive bool
 	// SecondTerminatorAwaited: a first CRR of the pod has waited for

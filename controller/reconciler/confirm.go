@@ -50,6 +50,16 @@ func (l *liveReads) add(in decision.Input) {
 	l.crrs, l.pod = append(l.crrs[:0], in.ReadLive...), in.PodLive
 }
 
+// wrote forgets the reads of CRRs this round wrote to: a read from before a
+// write (a delete that got no answer) says nothing about after it.
+func (l *liveReads) wrote(results []result) {
+	for _, res := range results {
+		if name := res.action.CRRName; name != "" {
+			l.crrs = slices.DeleteFunc(l.crrs, func(n string) bool { return n == name })
+		}
+	}
+}
+
 // confirm reads live what the plan asked for and returns the input with it.
 // A failed read is an error: the sync is retried, and nothing is written on
 // an assumption that could not be checked.

@@ -25,7 +25,7 @@ func (r *Reconciler) memory(key cache.ObjectName, uid types.UID) *podMemory {
 		if m != nil && m.isTracked() {
 			r.tracked--
 		}
-		m = newPodMemory(uid)
+		m = newPodMemory(uid, r.clock.Now())
 		r.pods[key] = m
 	}
 	return m

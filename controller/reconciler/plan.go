@@ -99,5 +99,6 @@ func (r *Reconciler) observe(pod *corev1.Pod, mem *podMemory, now time.Time) (de
 	in.SecondLooked = decision.SecondLook(mem.secondLooks())
 	in.KruiseTerminatorSeen = r.kruiseSeen.Load()
 	in.Job = mem.job()
+	in.WatchedSince = mem.watchedSince()
 	return in, nil
 }

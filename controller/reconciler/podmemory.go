@@ -39,7 +39,9 @@ import (
 //     lookForSecond, secondFound, noteSecond, and the tracked flag
 //     (isTracked/setTracked).
 type podMemory struct {
-	uid     types.UID
+	uid types.UID
+	// born is when this memory of the pod began (decision.Input.WatchedSince).
+	born    time.Time
 	pending []expectation
 	since   time.Time // when pending was raised
 	warned  map[string]bool
@@ -216,9 +218,12 @@ func (m *podMemory) unexpect(a decision.Action) {
 
 // newPodMemory is the memory of a pod first synced (or replaced by another
 // of the same name).
-func newPodMemory(uid types.UID) *podMemory {
-	return &podMemory{uid: uid, warned: map[string]bool{}, failed: map[string]bool{}}
+func newPodMemory(uid types.UID, now time.Time) *podMemory {
+	return &podMemory{uid: uid, born: now, warned: map[string]bool{}, failed: map[string]bool{}}
 }
+
+// watchedSince is when this memory of the pod began.
+func (m *podMemory) watchedSince() time.Time { return m.born }
 
 // isFor reports whether this is the memory of the pod with this uid.
 func (m *podMemory) isFor(uid types.UID) bool { return m.uid == uid }

@@ -151,6 +151,7 @@ func (r *Reconciler) Sync(ctx context.Context, key cache.ObjectName) (time.Durat
 		if plan.Confirm.Empty() {
 			results = r.apply(ctx, pod, mem, plan, pass)
 		}
+		live.wrote(results)
 		again, err := r.absorb(logger, key, in, mem, plan, got, results)
 		if err != nil {
 			return 0, err
