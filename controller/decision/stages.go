@@ -207,7 +207,7 @@ func (p Plan) stageActions(in Input, stage, markStage int, markAt time.Time) Pla
 	}
 	var writes []Action
 	for _, a := range out {
-		if a.Kind == ActionRecordAttempt {
+		if a.Kind == ActionRecordAttempt || a.Kind == ActionRecordAPIGone {
 			record = append(record, a)
 			continue
 		}

@@ -25,6 +25,11 @@ const (
 	// CRR attempt made last: kruise deletes finished CRRs (ttl), and a
 	// restarted controller remembers nothing, but the count must not reset.
 	AnnotationCRRAttempts = "sidecar-terminator.io/crr-attempts"
+	// AnnotationCRRAPIGone records, on a pod whose sidecar's image swap waits
+	// for stops begun under CRRs whose API went away, the earliest time a
+	// replica found that API not served (RFC 3339): the wait counts from it
+	// whoever leads later (crrstate.go, stopsAfterCRD).
+	AnnotationCRRAPIGone = "sidecar-terminator.io/crr-api-gone-at"
 
 	// ConditionSidecarTerminated is set on a pod whose phase this controller
 	// settled before stopping its ignore-exit-code sidecars.
@@ -236,6 +241,10 @@ type Input struct {
 	// served: when it lost it, or its first look if it never saw it. Zero
 	// while the API is served (stopsAfterCRD in kill.go says why it counts).
 	CRRAPIGoneSince time.Time
+	// CRRAPIServedAt is when the controller last found the CRR API served
+	// (zero if never): a pod's record of the API's loss from before then is
+	// of an earlier loss (crrstate.go).
+	CRRAPIServedAt time.Time
 	// Refusals are the pod's writes the cluster refused, latest per kind of
 	// write, as the reconciler remembers them.
 	Refusals []Refusal

@@ -76,22 +76,11 @@ func (r *Reconciler) send(ctx context.Context, pod *corev1.Pod, a decision.Actio
 	case decision.ActionRecordAttempt:
 		// A compare-and-swap on the record the decision read: a replica
 		// whose view is older never moves it back (decision/window.go).
-		// The cache keeps only our annotations, so a pod that shows none may
-		// have others: the key is added to the map first, and the map itself
-		// only if the pod has none at all.
-		value := decision.AttemptRecord(a.Stage, a.Attempt, a.Began)
-		patch, err := annotationPatch(pod, decision.AnnotationCRRAttempts, value, false)
-		if err != nil {
-			return err
-		}
-		err = r.write.PatchPod(ctx, pod.Namespace, pod.Name, patch)
-		if err == nil || len(pod.Annotations) > 0 || !testOpFailed(err) {
-			return err
-		}
-		if patch, err = annotationPatch(pod, decision.AnnotationCRRAttempts, value, true); err != nil {
-			return err
-		}
-		return r.write.PatchPod(ctx, pod.Namespace, pod.Name, patch)
+		return r.annotate(ctx, pod, decision.AnnotationCRRAttempts, decision.AttemptRecord(a.Stage, a.Attempt, a.Began))
+	case decision.ActionRecordAPIGone:
+		// A compare-and-swap too: a replica that found the API gone later
+		// never moves an earlier record on.
+		return r.annotate(ctx, pod, decision.AnnotationCRRAPIGone, decision.CRRAPIGoneRecord(a.Began))
 	case decision.ActionDeleteCRR:
 		return r.write.DeleteCRR(ctx, pod.Namespace, a.CRRName)
 	case decision.ActionSwapImage:
@@ -119,6 +108,25 @@ func (r *Reconciler) send(ctx context.Context, pod *corev1.Pod, a decision.Actio
 	return fmt.Errorf("unknown action %q", a.Kind)
 }
 
+// annotate sets one annotation of the pod by compare-and-swap on the value
+// read. The cache keeps only our annotations, so a pod that shows none may
+// have others: the key is added to the map first, and the map itself only
+// if the pod has none at all.
+func (r *Reconciler) annotate(ctx context.Context, pod *corev1.Pod, key, value string) error {
+	patch, err := annotationPatch(pod, key, value, false)
+	if err != nil {
+		return err
+	}
+	err = r.write.PatchPod(ctx, pod.Namespace, pod.Name, patch)
+	if err == nil || len(pod.Annotations) > 0 || !testOpFailed(err) {
+		return err
+	}
+	if patch, err = annotationPatch(pod, key, value, true); err != nil {
+		return err
+	}
+	return r.write.PatchPod(ctx, pod.Namespace, pod.Name, patch)
+}
+
 func describe(a decision.Action) string {
 	switch a.Kind {
 	case decision.ActionCreateCRR:
@@ -128,6 +136,9 @@ func describe(a decision.Action) string {
 	case decision.ActionRecordAttempt:
 		return fmt.Sprintf("Recorded ContainerRecreateRequest attempt %d of stop-order stage %d, begun at %s, on the pod (%s), so that the count and the attempt's stop window outlive its CRR",
 			a.Attempt, a.Stage, a.Began.UTC().Format(time.RFC3339), decision.AnnotationCRRAttempts)
+	case decision.ActionRecordAPIGone:
+		return fmt.Sprintf("Recorded on the pod (%s) that the ContainerRecreateRequest API was found not served at %s: a sidecar's image swap waits for the stops kruise-daemon may have begun under CRRs made before, counted from then whoever leads",
+			decision.AnnotationCRRAPIGone, a.Began.UTC().Format(time.RFC3339))
 	case decision.ActionSwapImage:
 		return fmt.Sprintf("Stopping sidecars %v: swapped their image for the quick-exit image %s", a.Containers, a.Swaps[0].To)
 	case decision.ActionSettlePhase:

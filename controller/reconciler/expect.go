@@ -152,7 +152,7 @@ func (r *Reconciler) appliedLive(ctx context.Context, pod *corev1.Pod, mem *podM
 			if !apierrors.IsNotFound(err) {
 				return false, err
 			}
-		case decision.ActionSwapImage, decision.ActionSettlePhase, decision.ActionRecordAttempt:
+		case decision.ActionSwapImage, decision.ActionSettlePhase, decision.ActionRecordAttempt, decision.ActionRecordAPIGone:
 			if livePod == nil {
 				p, err := live.LivePod(ctx, pod.Namespace, pod.Name)
 				if apierrors.IsNotFound(err) {
@@ -188,6 +188,8 @@ func podShows(pod *corev1.Pod, a decision.Action) bool {
 		return decision.HasSidecarTerminatedCondition(pod)
 	case decision.ActionRecordAttempt:
 		return decision.AttemptRecorded(pod, a.Stage, a.Attempt)
+	case decision.ActionRecordAPIGone:
+		return pod.Annotations[decision.AnnotationCRRAPIGone] != ""
 	}
 	return false
 }

@@ -86,7 +86,7 @@ func (r *Reconciler) satisfied(pod *corev1.Pod, pending []expectation) bool {
 					return false
 				}
 			}
-		case decision.ActionSwapImage, decision.ActionSettlePhase, decision.ActionRecordAttempt:
+		case decision.ActionSwapImage, decision.ActionSettlePhase, decision.ActionRecordAttempt, decision.ActionRecordAPIGone:
 			if !podShows(pod, e.action) {
 				return false
 			}

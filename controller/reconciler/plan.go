@@ -64,6 +64,7 @@ func (r *Reconciler) input(pod *corev1.Pod, now time.Time) (decision.Input, erro
 		}
 	}
 	in.CRRAPIGoneSince = r.crrAPIGoneSince(in.CRRAPI, now)
+	in.CRRAPIServedAt = r.crrAPIServedAt()
 	if in.CRRAPI {
 		crrs, err := r.read.CRRs(pod)
 		if err != nil {

@@ -78,6 +78,8 @@ type Reconciler struct {
 	// crrAPILost: when this reconciler first found the CRR API not served
 	// since it last found it served (Unix nanoseconds; 0 while served).
 	crrAPILost atomic.Int64
+	// crrAPIServed: when it last found the CRR API served (Unix nanoseconds).
+	crrAPIServed atomic.Int64
 }
 
 // New returns a reconciler. metrics may be nil.
