@@ -72,12 +72,6 @@ func confirmations(in Input, p Plan) Confirm {
 	if p.NeedsJob != "" && in.Job == nil {
 		c.Job = p.NeedsJob
 	}
-	if len(p.Actions) == 0 {
-		return c
-	}
-	// A correction (a second CRR, a swap after a failed kill) judged on a
-	// cached pod that may be older than the sidecar's stop.
-	c.Pod = len(p.FailedKills) > 0 && !in.PodLive
 	known := func(name string) (CRR, bool) {
 		for _, k := range in.CRRs {
 			if k.Name == name {
@@ -101,6 +95,24 @@ func confirmations(in Input, p Plan) Confirm {
 			add(a, time.Time{})
 		}
 	}
+	for _, w := range in.Overdue {
+		// A write of ours the cache has not shown in time: in effect (the
+		// cache lags) or not (undone, or never listed), the API server says.
+		switch w.Kind {
+		case ActionCreateCRR:
+			add(w, time.Time{})
+		case ActionDeleteCRR:
+			add(Action{Kind: ActionCreateCRR, CRRName: w.CRRName, Stage: w.Stage, Containers: w.Containers}, time.Time{})
+		default:
+			c.Pod = c.Pod || !in.PodLive
+		}
+	}
+	if len(p.Actions) == 0 {
+		return c
+	}
+	// A correction (a second CRR, a swap after a failed kill) judged on a
+	// cached pod that may be older than the sidecar's stop.
+	c.Pod = c.Pod || (len(p.FailedKills) > 0 && !in.PodLive)
 	for _, a := range p.Actions {
 		switch a.Kind {
 		case ActionSwapImage:

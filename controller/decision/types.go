@@ -268,6 +268,10 @@ type Input struct {
 	// got no answer), as the reconciler remembers them: a CRR under such a
 	// name may exist all the same (confirm.go).
 	RefusedCRRs []Action
+	// Overdue are this controller's writes whose effect the cache has not
+	// shown within the expectation timeout: the plan asks the API server
+	// whether they took effect (confirm.go).
+	Overdue []Action
 	// ReadLive names the CRRs read from the API server in this sync, found
 	// or not (Plan.Confirm): the plan asks for them no more.
 	ReadLive []string

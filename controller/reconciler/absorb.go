@@ -54,6 +54,51 @@ func (r *Reconciler) absorb(logger klog.Logger, key cache.ObjectName, in decisio
 	return !plan.Confirm.Empty(), nil
 }
 
+// cacheLags settles the writes the cache had not shown in time, by what the
+// API server showed (the confirm step). All in effect: the cache only lags,
+// the wait for it goes on, and the pod is not decided on it (true). Else
+// (undone, never listed, the pod gone, or no way to ask) the pod is decided
+// afresh, which is said and counted, since the cache and the cluster
+// disagree. Part of absorb: the memory takes in the reads either way.
+func (r *Reconciler) cacheLags(logger klog.Logger, in decision.Input, mem *podMemory, got confirmed) bool {
+	r.absorbSeen(mem, in, got)
+	waited := mem.waitedFor(in.Now)
+	if got.asked && got.gone == "" && inEffect(in, got) {
+		logger.Info("The cache lags: an earlier write is in effect at the API server but not yet in the cache; waiting for it rather than writing again",
+			"pending", describePending(in.Overdue), "after", waited.String())
+		mem.stillUnseen(in.Now)
+		return true
+	}
+	r.metrics.ExpectationsTimedOut.Inc()
+	logger.Info("Expectation timed out: deciding afresh", "pending", describePending(in.Overdue), "after", waited.String())
+	mem.cacheCaughtUp()
+	return false
+}
+
+// inEffect reports whether the API server showed every overdue write in
+// effect in a way the cache will show too. An own CRR the informer never
+// lists is remembered as read (absorbSeen), and is no write to wait for.
+func inEffect(in decision.Input, got confirmed) bool {
+	for _, a := range in.Overdue {
+		switch a.Kind {
+		case decision.ActionCreateCRR:
+			stripped, found := got.unlisted[a.CRRName]
+			if !found || stripped {
+				return false
+			}
+		case decision.ActionDeleteCRR:
+			if !got.absent[a.CRRName] {
+				return false
+			}
+		default:
+			if !in.PodLive || !podShows(in.Pod, a) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // absorbSeen remembers the pod's CRRs as the cache showed them and as they
 // were read live, and what else the confirm step read.
 func (r *Reconciler) absorbSeen(mem *podMemory, in decision.Input, got confirmed) {

@@ -33,6 +33,11 @@ type confirmed struct {
 	// gone says why the pod is no longer to be looked at: it is gone, or
 	// replaced by another of the same name ("" while it stands).
 	gone string
+	// absent names the CRRs the API server has not; unlisted those of ours
+	// it has that the informer never lists (a policy stripped our label).
+	absent, unlisted map[string]bool
+	// asked: a live read was made (a LiveChecker answered).
+	asked bool
 }
 
 // liveReads carries what one sync has read live from one round to the next,
@@ -64,9 +69,10 @@ func (l *liveReads) wrote(results []result) {
 // A failed read is an error: the sync is retried, and nothing is written on
 // an assumption that could not be checked.
 func (r *Reconciler) confirm(ctx context.Context, in decision.Input, c decision.Confirm) (decision.Input, confirmed, error) {
-	var got confirmed
+	got := confirmed{absent: map[string]bool{}, unlisted: map[string]bool{}}
 	pod := in.Pod
 	live, canLive := r.write.(LiveChecker)
+	got.asked = canLive
 	if c.Pod && canLive {
 		p, err := live.LivePod(ctx, pod.Namespace, pod.Name)
 		switch {
@@ -75,13 +81,12 @@ func (r *Reconciler) confirm(ctx context.Context, in decision.Input, c decision.
 			got.gone = "the pod is gone"
 			return in, got, nil
 		case err != nil:
-			return in, got, fmt.Errorf("read pod %s/%s live before correcting a kill: %w", pod.Namespace, pod.Name, err)
+			return in, got, fmt.Errorf("read live what the plan for pod %s/%s assumed: the pod: %w", pod.Namespace, pod.Name, err)
 		case p.UID != pod.UID:
 			got.gone = "the pod was replaced by another of the same name"
 			return in, got, nil
-		case p.ResourceVersion != pod.ResourceVersion:
-			in.Pod, pod = p, p
 		}
+		in.Pod, pod = p, p
 	}
 	in.PodLive = in.PodLive || c.Pod
 	for _, want := range c.CRRs {
@@ -90,10 +95,15 @@ func (r *Reconciler) confirm(ctx context.Context, in decision.Input, c decision.
 			continue
 		}
 		crr, err := r.liveOwnCRR(ctx, live, in, want)
+		if apierrors.IsNotFound(err) {
+			got.absent[want.Create.CRRName] = true
+			continue
+		}
 		if err != nil {
 			return in, got, err
 		}
 		if crr != nil {
+			got.unlisted[crr.Name] = unlisted(crr)
 			f := crrFacts(crr)
 			got.crrs = append(got.crrs, f)
 			in.CRRs = withCRR(in.CRRs, f)
@@ -129,8 +139,8 @@ func (r *Reconciler) confirm(ctx context.Context, in decision.Input, c decision.
 	return in, got, nil
 }
 
-// liveOwnCRR reads the CRR the plan asked about from the API server: nil
-// unless it exists, is ours (even with our managed-by label stripped by a
+// liveOwnCRR reads the CRR the plan asked about from the API server: a
+// NotFound error when there is none; nil unless it is ours (even with our managed-by label stripped by a
 // policy: kruise works on it all the same; anyone else's under the name is
 // not taken for ours, CheckExistingCRR), is not being deleted, and was
 // created after the time asked (a name whose earlier CRR is remembered).
@@ -139,9 +149,9 @@ func (r *Reconciler) liveOwnCRR(ctx context.Context, live LiveChecker, in decisi
 	crr, err := live.LiveCRR(ctx, pod.Namespace, want.Create.CRRName)
 	switch {
 	case apierrors.IsNotFound(err):
-		return nil, nil
+		return nil, err
 	case err != nil:
-		return nil, fmt.Errorf("read CRR %s/%s live before making another: %w", pod.Namespace, want.Create.CRRName, err)
+		return nil, fmt.Errorf("read live what the plan for pod %s/%s assumed: CRR %s: %w", pod.Namespace, pod.Name, want.Create.CRRName, err)
 	case CheckExistingCRR(crr, r.newCRR(pod, want.Create)) != nil, crr.DeletionTimestamp != nil,
 		!want.MadeAfter.IsZero() && !crr.CreationTimestamp.Time.After(want.MadeAfter):
 		return nil, nil

@@ -2,14 +2,12 @@ package reconciler
 
 import (
 	"context"
-	"fmt"
 	"sort"
 	"strings"
 	"time"
 
 	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/klog/v2"
 
 	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
@@ -31,18 +29,22 @@ type LiveChecker interface {
 // look again. One write per pod under any backlog rests on two rules here:
 //
 //   - A write the cache does not show yet is waited for. Past the
-//     expectation timeout the API server is asked whether the write took
-//     effect: if it did, the cache only lags (a long queue of watch events,
-//     a relist under load) and the wait goes on; a second write from that
-//     stale view would be doomed (the CRR exists, the swap's test op fails).
-//     Only a write the API server does not show either is decided afresh.
+//     expectation timeout it is overdue: the plan asks the API server
+//     whether it took effect (decision.Input.Overdue, Plan.Confirm), and the
+//     pod is decided on what the API server shows. If the write is in
+//     effect, the cache only lags (a long queue of watch events, a relist
+//     under load): nothing is written again, and the wait goes on
+//     (absorbOverdue); a second write from the stale view would be doomed
+//     (the CRR exists, the swap's test op fails). A write the API server
+//     does not show either is decided afresh.
 //   - A write refused as stale (its test op failed, a Conflict) was decided
 //     on a view the API server had moved past. Deciding again on the same
 //     view would send the same doomed write, with only the retry back-off
 //     between them; so the pod waits until the cache shows a newer pod or
 //     CRR (the watch event that brings it also queues the pod), at most the
 //     expectation timeout.
-func (r *Reconciler) awaitCache(ctx context.Context, logger klog.Logger, pod *corev1.Pod, mem *podMemory, now time.Time) (time.Duration, bool, error) {
+func (r *Reconciler) awaitCache(logger klog.Logger, pod *corev1.Pod, mem *podMemory, now time.Time) (time.Duration, []decision.Action, bool) {
+	var overdue []decision.Action
 	if pending := mem.pendingWrites(); len(pending) > 0 {
 		waited := mem.waitedFor(now)
 		switch {
@@ -50,41 +52,23 @@ func (r *Reconciler) awaitCache(ctx context.Context, logger klog.Logger, pod *co
 			mem.cacheCaughtUp()
 		case waited < r.cfg.ExpectationTimeout:
 			logger.V(4).Info("Waiting for the cache to show an earlier write", "pending", len(pending))
-			return r.cfg.ExpectationTimeout - waited, false, nil
+			return r.cfg.ExpectationTimeout - waited, nil, false
 		default:
-			applied, err := r.appliedLive(ctx, pod, mem, pending)
-			if err != nil {
-				return 0, false, fmt.Errorf("check pod %s/%s's unseen writes live: %w", pod.Namespace, pod.Name, err)
+			for _, e := range pending {
+				overdue = append(overdue, e.action)
 			}
-			if applied {
-				logger.Info("The cache lags: an earlier write is in effect at the API server but not yet in the cache; waiting for it rather than writing again",
-					"pending", describePending(pending), "after", waited.String())
-				mem.stillUnseen(now)
-				return r.cfg.ExpectationTimeout, false, nil
-			}
-			// The write's effect never showed up (a policy engine stripped
-			// the CRR's label, the write was undone): decide afresh, and
-			// say so, since it means the cache and the cluster disagree.
-			r.metrics.ExpectationsTimedOut.Inc()
-			logger.Info("Expectation timed out: deciding afresh", "pending", describePending(pending), "after", waited.String())
-			mem.cacheCaughtUp()
 		}
 	}
 	staleView, staleAt := mem.staleViewAt()
 	if staleView == "" {
-		return 0, true, nil
+		return 0, overdue, true
 	}
 	if waited := now.Sub(staleAt); waited < r.cfg.ExpectationTimeout && r.view(pod) == staleView {
 		logger.V(4).Info("Waiting for the cache to move past the view a stale write was decided on")
-		return r.cfg.ExpectationTimeout - waited, false, nil
+		return r.cfg.ExpectationTimeout - waited, overdue, false
 	}
 	mem.staleViewGone()
-	return 0, true, nil
-}
-
-// staleWrite remembers the view a write refused as stale was decided on.
-func (r *Reconciler) staleWrite(pod *corev1.Pod, mem *podMemory, now time.Time) {
-	mem.staleOn(r.view(pod), now)
+	return 0, overdue, true
 }
 
 // view names the versions of what the decision read from the cache: the pod
@@ -109,69 +93,6 @@ func (r *Reconciler) view(pod *corev1.Pod) string {
 	}
 	sort.Strings(parts[1:])
 	return strings.Join(parts, " ")
-}
-
-// appliedLive reports whether the API server shows the effect of every
-// pending write in a way the cache will show too. Without a LiveChecker it
-// cannot tell, and says no. An own CRR the informer never lists (a policy
-// stripped our label) is remembered as read, and is no write to wait for.
-func (r *Reconciler) appliedLive(ctx context.Context, pod *corev1.Pod, mem *podMemory, pending []expectation) (bool, error) {
-	live, ok := r.write.(LiveChecker)
-	if !ok {
-		return false, nil
-	}
-	var livePod *corev1.Pod
-	for _, e := range pending {
-		switch e.action.Kind {
-		case decision.ActionCreateCRR:
-			crr, err := live.LiveCRR(ctx, pod.Namespace, e.action.CRRName)
-			if apierrors.IsNotFound(err) {
-				return false, nil
-			}
-			if err != nil {
-				return false, err
-			}
-			// Ours, as made: then the informer, which lists only CRRs with
-			// our label, will show it. Anyone else's the cache never shows:
-			// decide afresh, and the create meets it (CheckExistingCRR).
-			// Ours with the label stripped it never shows either: remembered
-			// as read now, the decision follows it through (its deadline, a
-			// stop under way) without the cache.
-			if CheckExistingCRR(crr, r.newCRR(pod, e.action)) != nil {
-				return false, nil
-			}
-			if unlisted(crr) {
-				mem.seeCRR(crrFacts(crr))
-				return false, nil
-			}
-		case decision.ActionDeleteCRR:
-			_, err := live.LiveCRR(ctx, pod.Namespace, e.action.CRRName)
-			if err == nil {
-				return false, nil
-			}
-			if !apierrors.IsNotFound(err) {
-				return false, err
-			}
-		case decision.ActionSwapImage, decision.ActionSettlePhase, decision.ActionRecordAttempt, decision.ActionRecordAPIGone:
-			if livePod == nil {
-				p, err := live.LivePod(ctx, pod.Namespace, pod.Name)
-				if apierrors.IsNotFound(err) {
-					return false, nil
-				}
-				if err != nil {
-					return false, err
-				}
-				if p.UID != pod.UID {
-					return false, nil
-				}
-				livePod = p
-			}
-			if !podShows(livePod, e.action) {
-				return false, nil
-			}
-		}
-	}
-	return true, nil
 }
 
 // podShows reports whether the pod carries a swap's or a settle's effect.
@@ -212,12 +133,12 @@ func (r *Reconciler) requeueAfter(mem *podMemory, planned time.Duration, now tim
 	return planned
 }
 
-func describePending(pending []expectation) []string {
+func describePending(pending []decision.Action) []string {
 	out := make([]string, len(pending))
-	for i, e := range pending {
-		out[i] = string(e.action.Kind)
-		if e.action.CRRName != "" {
-			out[i] += " " + e.action.CRRName
+	for i, a := range pending {
+		out[i] = string(a.Kind)
+		if a.CRRName != "" {
+			out[i] += " " + a.CRRName
 		}
 	}
 	return out

@@ -124,9 +124,11 @@ func (r *Reconciler) Sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	}
 	mem := r.memory(key, pod.UID)
 	now := r.clock.Now()
-	// Wait while the cache has not shown an earlier write.
-	if wait, ok, err := r.awaitCache(ctx, logger, pod, mem, now); err != nil || !ok {
-		return wait, err
+	// Wait while the cache has not shown an earlier write; one overdue is
+	// checked live (expect.go).
+	wait, overdue, ok := r.awaitCache(logger, pod, mem, now)
+	if !ok {
+		return wait, nil
 	}
 	var live liveReads // what this sync read from the API server
 	for pass := 0; ; pass++ {
@@ -135,6 +137,9 @@ func (r *Reconciler) Sync(ctx context.Context, key cache.ObjectName) (time.Durat
 			return 0, err
 		}
 		live.into(&in)
+		if pass == 0 {
+			in.Overdue = overdue
+		}
 		plan := decide(in)
 		var got confirmed
 		if !plan.Confirm.Empty() {
@@ -143,6 +148,11 @@ func (r *Reconciler) Sync(ctx context.Context, key cache.ObjectName) (time.Durat
 				return 0, err
 			}
 			live.add(in)
+			if len(in.Overdue) > 0 && r.cacheLags(logger, in, mem, got) {
+				// Every overdue write is in effect: the cache only lags, and
+				// a plan from it would write again for nothing.
+				return r.requeueAfter(mem, 0, now), nil
+			}
 			if pod = in.Pod; got.gone != "" {
 				plan = decision.Plan{Verdict: decision.VerdictIgnored, Reason: got.gone}
 			} else {
