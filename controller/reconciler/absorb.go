@@ -19,7 +19,8 @@ import (
 // log line per decision and per write. again reports that the pod is to be
 // decided once more now: a write was refused, or the plan still asks for a
 // live read. A write refused as stale is returned as an error.
-func (r *Reconciler) absorb(logger klog.Logger, key cache.ObjectName, in decision.Input, mem *podMemory, plan decision.Plan, got confirmed, results []result) (again bool, _ error) {
+func (r *Reconciler) absorb(logger klog.Logger, key cache.ObjectName, in decision.Input, mem *podMemory, gate cacheGate, plan decision.Plan, got confirmed, results []result) (again bool, _ error) {
+	absorbGate(mem, gate)
 	r.absorbSeen(mem, in, got)
 	for _, c := range plan.SwapsUnseen {
 		since := plan.SwapsSince
@@ -60,7 +61,8 @@ func (r *Reconciler) absorb(logger klog.Logger, key cache.ObjectName, in decisio
 // (undone, never listed, the pod gone, or no way to ask) the pod is decided
 // afresh, which is said and counted, since the cache and the cluster
 // disagree. Part of absorb: the memory takes in the reads either way.
-func (r *Reconciler) cacheLags(logger klog.Logger, in decision.Input, mem *podMemory, got confirmed) bool {
+func (r *Reconciler) cacheLags(logger klog.Logger, in decision.Input, mem *podMemory, gate cacheGate, got confirmed) bool {
+	absorbGate(mem, gate)
 	r.absorbSeen(mem, in, got)
 	waited := mem.waitedFor(in.Now)
 	if got.asked && got.gone == "" && inEffect(in, got) {

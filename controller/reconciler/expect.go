@@ -43,32 +43,50 @@ type LiveChecker interface {
 //     between them; so the pod waits until the cache shows a newer pod or
 //     CRR (the watch event that brings it also queues the pod), at most the
 //     expectation timeout.
-func (r *Reconciler) awaitCache(logger klog.Logger, pod *corev1.Pod, mem *podMemory, now time.Time) (time.Duration, []decision.Action, bool) {
-	var overdue []decision.Action
+func (r *Reconciler) awaitCache(logger klog.Logger, pod *corev1.Pod, mem *podMemory, now time.Time) (time.Duration, cacheGate, bool) {
+	var g cacheGate
 	if pending := mem.pendingWrites(); len(pending) > 0 {
 		waited := mem.waitedFor(now)
 		switch {
 		case r.satisfied(pod, pending):
-			mem.cacheCaughtUp()
+			g.caughtUp = true
 		case waited < r.cfg.ExpectationTimeout:
 			logger.V(4).Info("Waiting for the cache to show an earlier write", "pending", len(pending))
-			return r.cfg.ExpectationTimeout - waited, nil, false
+			return r.cfg.ExpectationTimeout - waited, g, false
 		default:
 			for _, e := range pending {
-				overdue = append(overdue, e.action)
+				g.overdue = append(g.overdue, e.action)
 			}
 		}
 	}
 	staleView, staleAt := mem.staleViewAt()
 	if staleView == "" {
-		return 0, overdue, true
+		return 0, g, true
 	}
 	if waited := now.Sub(staleAt); waited < r.cfg.ExpectationTimeout && r.view(pod) == staleView {
 		logger.V(4).Info("Waiting for the cache to move past the view a stale write was decided on")
-		return r.cfg.ExpectationTimeout - waited, overdue, false
+		return r.cfg.ExpectationTimeout - waited, g, false
 	}
-	mem.staleViewGone()
-	return 0, overdue, true
+	g.staleGone = true
+	return 0, g, true
+}
+
+// cacheGate is what awaitCache found, for absorb: the cache shows every
+// pending write (caughtUp), or some are overdue; the cache moved past the
+// view of a write refused as stale (staleGone).
+type cacheGate struct {
+	caughtUp, staleGone bool
+	overdue             []decision.Action
+}
+
+// absorbGate tells the pod's memory what awaitCache found.
+func absorbGate(mem *podMemory, g cacheGate) {
+	if g.caughtUp {
+		mem.cacheCaughtUp()
+	}
+	if g.staleGone {
+		mem.staleViewGone()
+	}
 }
 
 // view names the versions of what the decision read from the cache: the pod

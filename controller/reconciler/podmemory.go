@@ -13,31 +13,33 @@ import (
 )
 
 // podMemory is what the reconciler remembers of one pod between syncs: the
-// writes the cache has not shown, the refusals, the CRRs seen. Losing it (a
-// restart, a new leader) is safe only as far as the objects carry the stop
-// window (decision/window.go): every CRR outlives its window and a retry is
-// recorded on the pod, so a new leader sees every stop that may be under way,
-// unless a third party deleted a first attempt's CRR inside its window.
-// Its fields are read and written here only, by the methods below,
-// named for the moments of a sync:
+// writes the cache has not shown, the refusals, the CRRs seen. It is a
+// cache of what this replica saw and did, never the only evidence of a stop:
+// the objects carry the stop window (decision/window.go), and what the
+// memory cannot vouch for the plan confirms live (decision/confirm.go). A
+// new leader's empty memory sees what the cluster shows; docs/design.md
+// says what that leaves outside the contract.
+//
+// Its fields are read and written here only, by the methods below; the
+// reconciler changes it in absorb alone (absorb.go), and reads it in observe
+// (plan.go) and apply. The methods, by the moments of a sync:
 //
 //   - made: newPodMemory, when a pod is first synced or replaced by another
 //     of the same name (isFor); it is cleared by dropping it (Reconciler.forget,
 //     when the pod is gone or ignored outright);
-//   - before deciding: the writes still unseen (pendingWrites, waitedFor,
-//     cacheCaughtUp, stillUnseen) and the stale view (staleViewAt,
-//     staleViewGone);
-//   - what the decision reads: rememberedCRRs, refusals, swapTimes,
-//     secondTerminator (Reconciler.memoryInput);
-//   - a write: expect before it is sent, unexpect when it failed, wrote when
-//     it was accepted, refusedWrite when it was refused, staleOn when it was
-//     refused as stale; sentThisSync for a later pass of the same sync;
+//   - the cache's progress: the writes still unseen (pendingWrites,
+//     waitedFor, cacheCaughtUp, stillUnseen) and the stale view
+//     (staleViewAt, staleViewGone, staleOn);
+//   - what the decision reads: rememberedCRRs, refusals, refusedCRRList,
+//     swapTimes, secondTerminator, secondLooks, job, watchedSince
+//     (Reconciler.observe);
+//   - a write's answer: expect and wrote when it was accepted, refusedWrite
+//     when it was refused; sentThisSync for a later round of the same sync;
 //   - a seen CRR: seeCRR, madeCRR, liveCRRSeen, and the reads hasCRRs,
-//     knowsCRR, crr, refusedEarlierStages, deletedEarlierStages;
+//     knowsCRR, crr;
 //   - the record of a decision: firstWarning, firstFailedKill, swapped,
-//     waiting/waitingSinceTime,
-//     lookForSecond, secondFound, noteSecond, and the tracked flag
-//     (isTracked/setTracked).
+//     waiting/waitingSinceTime, lookForSecond, secondFound, noteSecond,
+//     readJob, and the tracked flag (isTracked/setTracked).
 type podMemory struct {
 	uid types.UID
 	// born is when this memory of the pod began (decision.Input.WatchedSince).
@@ -206,16 +208,6 @@ func (m *podMemory) expect(a decision.Action, now func() time.Time) {
 	m.pending = append(m.pending, expectation{action: a})
 }
 
-// unexpect forgets a write that failed.
-func (m *podMemory) unexpect(a decision.Action) {
-	for i, e := range m.pending {
-		if e.action.Kind == a.Kind && e.action.CRRName == a.CRRName {
-			m.pending = append(m.pending[:i], m.pending[i+1:]...)
-			return
-		}
-	}
-}
-
 // newPodMemory is the memory of a pod first synced (or replaced by another
 // of the same name).
 func newPodMemory(uid types.UID, now time.Time) *podMemory {
@@ -357,10 +349,8 @@ func (m *podMemory) firstFailedKill(container string) bool {
 func (m *podMemory) waiting(since time.Time)     { m.waitingSince = since }
 func (m *podMemory) waitingSinceTime() time.Time { return m.waitingSince }
 
-// lookedForSecond reports whether kruise's CRR was looked for for all of
-// why, lookedForSecondAny for any of it; lookForSecond records a look for
-// why.
-func (m *podMemory) lookedForSecond(why int) bool    { return m.secondLooked&why == why }
+// lookedForSecondAny reports whether kruise's CRR was looked for for any
+// of why; lookForSecond records a look for why, secondLooks the looks made.
 func (m *podMemory) lookedForSecondAny(why int) bool { return m.secondLooked&why != 0 }
 func (m *podMemory) lookForSecond(why int)           { m.secondLooked |= why }
 func (m *podMemory) secondLooks() int                { return m.secondLooked &^ awaited }

@@ -126,7 +126,7 @@ func (r *Reconciler) Sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	now := r.clock.Now()
 	// Wait while the cache has not shown an earlier write; one overdue is
 	// checked live (expect.go).
-	wait, overdue, ok := r.awaitCache(logger, pod, mem, now)
+	wait, gate, ok := r.awaitCache(logger, pod, mem, now)
 	if !ok {
 		return wait, nil
 	}
@@ -138,7 +138,7 @@ func (r *Reconciler) Sync(ctx context.Context, key cache.ObjectName) (time.Durat
 		}
 		live.into(&in)
 		if pass == 0 {
-			in.Overdue = overdue
+			in.Overdue = gate.overdue
 		}
 		plan := decide(in)
 		var got confirmed
@@ -148,7 +148,7 @@ func (r *Reconciler) Sync(ctx context.Context, key cache.ObjectName) (time.Durat
 				return 0, err
 			}
 			live.add(in)
-			if len(in.Overdue) > 0 && r.cacheLags(logger, in, mem, got) {
+			if len(in.Overdue) > 0 && r.cacheLags(logger, in, mem, gate, got) {
 				// Every overdue write is in effect: the cache only lags, and
 				// a plan from it would write again for nothing.
 				return r.requeueAfter(mem, 0, now), nil
@@ -164,7 +164,8 @@ func (r *Reconciler) Sync(ctx context.Context, key cache.ObjectName) (time.Durat
 			results = r.apply(ctx, pod, mem, plan, pass)
 		}
 		live.wrote(results)
-		again, err := r.absorb(logger, key, in, mem, plan, got, results)
+		again, err := r.absorb(logger, key, in, mem, gate, plan, got, results)
+		gate = cacheGate{}
 		if err != nil {
 			return 0, err
 		}
