@@ -46,7 +46,7 @@ func TestAPlanConfirmsOnlyWhatItsInputCannotVouchFor(t *testing.T) {
 		"a stage's CRR deleted while its sidecars ran (held up): read before the next": {
 			pod: podtest.Pod("p").Annotate(AnnotationStopOrder, "a,b").Container("main", exited(0)).
 				Container("a", markCRR).Container("b", markCRR).Build(),
-			in: func(in *Input) { in.Now, in.WatchedSince, in.CRRs = later, watched, []CRR{deletedHeldUp} },
+			in:   func(in *Input) { in.Now, in.WatchedSince, in.CRRs = later, watched, []CRR{deletedHeldUp} },
 			want: []string{deletedHeldUp.Name}},
 		"a stage's CRR deleted once its sidecars stopped: nothing": {
 			pod: ordered, in: func(in *Input) { in.WatchedSince, in.CRRs = watched, []CRR{deletedHeldUp} }},
