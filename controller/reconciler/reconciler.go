@@ -132,33 +132,22 @@ func (r *Reconciler) Sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	}
 	var live liveReads // what this sync read from the API server
 	for pass := 0; ; pass++ {
-		in, err := r.observe(pod, mem, now)
+		observed, err := r.observe(pod, mem, now)
 		if err != nil {
 			return 0, err
 		}
-		live.into(&in)
+		live.into(&observed)
 		if pass == 0 {
-			in.Overdue = gate.overdue
+			observed.Overdue = gate.overdue
 		}
-		plan := decide(in)
-		var got confirmed
-		if !plan.Confirm.Empty() {
-			if in, got, err = r.confirm(ctx, in, plan.Confirm); err != nil {
-				r.absorbSeen(mem, in, got)
-				return 0, err
-			}
-			live.add(in)
-			if len(in.Overdue) > 0 && r.cacheLags(logger, in, mem, gate, got) {
-				// Every overdue write is in effect: the cache only lags, and
-				// a plan from it would write again for nothing.
-				return r.requeueAfter(mem, 0, now), nil
-			}
-			if pod = in.Pod; got.gone != "" {
-				plan = decision.Plan{Verdict: decision.VerdictIgnored, Reason: got.gone}
-			} else {
-				plan = decide(in)
-			}
+		in, plan, got, lags, err := r.decideConfirmed(ctx, logger, observed, mem, gate, &live)
+		switch {
+		case err != nil:
+			return 0, err
+		case lags:
+			return r.requeueAfter(mem, 0, now), nil
 		}
+		pod = in.Pod
 		var results []result
 		if plan.Confirm.Empty() {
 			results = r.apply(ctx, pod, mem, plan, pass)
@@ -183,6 +172,31 @@ func (r *Reconciler) Sync(ctx context.Context, key cache.ObjectName) (time.Durat
 		}
 		return r.requeueAfter(mem, plan.RequeueAfter, now), nil
 	}
+}
+
+// decideConfirmed is steps 2 and 3: it decides, and where the plan names
+// what it assumed, reads that live and decides once more on it. lags: every
+// overdue write was found in effect, so the cache only lags and the pod is
+// not decided on it now (absorbed already). A failed read is an error, with
+// what was read absorbed.
+func (r *Reconciler) decideConfirmed(ctx context.Context, logger klog.Logger, in decision.Input, mem *podMemory, gate cacheGate, live *liveReads) (decision.Input, decision.Plan, confirmed, bool, error) {
+	plan := decide(in)
+	if plan.Confirm.Empty() {
+		return in, plan, confirmed{}, false, nil
+	}
+	in, got, err := r.confirm(ctx, in, plan.Confirm)
+	if err != nil {
+		r.absorbSeen(mem, in, got)
+		return in, plan, got, false, err
+	}
+	live.add(in)
+	if len(in.Overdue) > 0 && r.cacheLags(logger, in, mem, gate, got) {
+		return in, plan, got, true, nil
+	}
+	if got.gone != "" {
+		return in, decision.Plan{Verdict: decision.VerdictIgnored, Reason: got.gone}, got, false, nil
+	}
+	return in, decide(in), got, false, nil
 }
 
 // decide is the decision on one input, with the Warning about OpenKruise's
