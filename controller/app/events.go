@@ -9,6 +9,7 @@ import (
 	"time"
 
 	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -301,6 +302,40 @@ func (s *countingSink) Patch(e *corev1.Event, data []byte) (*corev1.Event, error
 // in a burst and its events give way to its writes. A few Jobs finishing
 // together are not a burst: their events go at once, for whoever watches.
 const burstWrites = 20
+
+// liveWriter is what the controller writes and reads live through: a
+// Writer the reconciler can also ask the API server directly
+// (reconciler.LiveChecker, reconciler.JobReader).
+type liveWriter interface {
+	reconciler.Writer
+	reconciler.LiveChecker
+	reconciler.JobReader
+}
+
+// countedLiveWriter is lastWrite over a liveWriter, with the live reads
+// passed through. lastWrite embeds only reconciler.Writer: on its own it
+// hides them, and the reconciler, which finds them by type assertion, would
+// then read nothing live (every confirm of a plan, the Job's podFailurePolicy).
+type countedLiveWriter struct {
+	*lastWrite
+	live liveWriter
+}
+
+func newCountedWriter(w liveWriter) countedLiveWriter {
+	return countedLiveWriter{lastWrite: &lastWrite{Writer: w}, live: w}
+}
+
+func (w countedLiveWriter) LivePod(ctx context.Context, namespace, name string) (*corev1.Pod, error) {
+	return w.live.LivePod(ctx, namespace, name)
+}
+
+func (w countedLiveWriter) LiveCRR(ctx context.Context, namespace, name string) (*kruisev1alpha1.ContainerRecreateRequest, error) {
+	return w.live.LiveCRR(ctx, namespace, name)
+}
+
+func (w countedLiveWriter) LiveJob(ctx context.Context, namespace, name string) (*batchv1.Job, error) {
+	return w.live.LiveJob(ctx, namespace, name)
+}
 
 // lastWrite counts the controller's writes over the last second or two,
 // for the events to give way to a burst of writes.

@@ -149,7 +149,7 @@ func Run(ctx context.Context, o *Options) error {
 			return err
 		}
 	}
-	writer := &lastWrite{Writer: kube.Writer{Client: clients.Kube, Kruise: clients.Kruise}}
+	writer := newCountedWriter(kube.Writer{Client: clients.Kube, Kruise: clients.Kruise})
 	rec := reconciler.New(cfg, caches, writer, recorder, metrics, clock.RealClock{})
 	ctrl, err := kube.NewController(caches, rec)
 	if err != nil {
