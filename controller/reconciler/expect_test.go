@@ -309,7 +309,7 @@ func TestAnUnseenWriteIsCheckedLive(t *testing.T) {
 // one at which the expectation has timed out: the pod is decided afresh
 // then, not told to wait once more. Afresh, but knowing the CRR it made:
 // kruise-daemon may be stopping the sidecar under it, so it is not made
-// again (crrmemory.go, madeCRR).
+// again (podmemory.go, madeCRR).
 func TestSlowUnseenWriteIsRevisitedWhenItsExpectationTimesOut(t *testing.T) {
 	f := newFixture(jobPod(markCRR))
 	slow := slowWorld{world: f.w, clock: f.clock, delay: 5 * time.Second}

@@ -71,11 +71,11 @@ type podMemory struct {
 	staleView string
 	staleAt   time.Time
 	// crrs: the pod's CRRs as last seen (in the cache or live), and when
-	// this controller deleted some of them (crrmemory.go).
+	// this controller deleted some of them (confirm.go reads them).
 	crrs        map[string]decision.CRR
 	deletedCRRs map[string]time.Time
 	// refusedCRRs: CRR creates of this controller that were refused (or got
-	// no answer and were not found made), by name (crrmemory.go).
+	// no answer and were not found made), by name (decision.Input.RefusedCRRs).
 	refusedCRRs map[string]decision.Action
 }
 
