@@ -48,6 +48,8 @@ var refusalScenarios = []Scenario{
 		Faults: Faults{CRRWebhook: CRDRemoved, CRRWebhookFrom: 60 * time.Second, CrashEvery: 30 * time.Second, CacheLag: 2 * time.Second}, Nodes: normalNodes, Templates: []Template{
 			never("rr-both", job(), sidecar("proxy", "ignore", markCRR, markImage)),
 			never("rr-crr", job(), sidecar("proxy", "ignore", markCRR)).expect(ExpectEither)}},
+	{Name: "crd-removed-leader-moves", Purpose: "the CRD removed while kruise-daemon stops sidecars that drain for 120 s, and leadership moving every 40 s on average to a replica with an empty memory: the swap's wait counts from when a replica first found the API gone, as recorded on the pod, not from each new leader's first look, so every pod completes and no second stop lands in the first (soak seed 245)",
+		Faults: Faults{CRRWebhook: CRDRemoved, CRRWebhookFrom: 60 * time.Second, LeaderEvery: 40 * time.Second, CacheLag: 2 * time.Second}, Nodes: normalNodes, Templates: crdRemovedLongGraceTemplates()},
 
 	// A restart of kube-apiserver: writes refused (no connection), then
 	// denied with 403 while its RBAC caches sync. A 403 seen once is asked
@@ -134,6 +136,22 @@ func longGraceWindowTemplates() []Template {
 		never("window-both", job(), sidecar("proxy", "ignore", markCRR, markImage)),
 		never("window-order", job(), sidecar("s0", "ignore", markCRR), sidecar("s1", "exit:0", markCRR)).
 			annotate(decision.AnnotationStopOrder, "s0,s1").expect(ExpectEither),
+	} {
+		t.Grace = 120
+		out = append(out, t)
+	}
+	return out
+}
+
+// crdRemovedLongGraceTemplates are sidecars that drain for their whole grace
+// period (120 s) under a CRR, with an image to swap to once the CRR API is
+// gone, alone and in a stop order.
+func crdRemovedLongGraceTemplates() []Template {
+	var out []Template
+	for _, t := range []Template{
+		never("lm-both", job(), sidecar("proxy", "ignore", markCRR, markImage)),
+		never("lm-order", job(), sidecar("s0", "ignore", markCRR, markImage), sidecar("s1", "exit:0", markCRR, markImage)).
+			annotate(decision.AnnotationStopOrder, "s0,s1"),
 	} {
 		t.Grace = 120
 		out = append(out, t)

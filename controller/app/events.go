@@ -18,7 +18,6 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
-	"github.com/sidecar-terminator/sidecar-terminator/controller/kube"
 	"github.com/sidecar-terminator/sidecar-terminator/controller/reconciler"
 )
 
@@ -303,31 +302,27 @@ func (s *countingSink) Patch(e *corev1.Event, data []byte) (*corev1.Event, error
 // together are not a burst: their events go at once, for whoever watches.
 const burstWrites = 20
 
-// lastWrite counts the controller's writes over the last second or two,
-// for the events to give way to a burst of writes.
-type lastWrite struct {
+// liveWriter is what the controller writes and reads live through: the
+// reconciler's Writer, and the live reads its confirm step makes
+// (reconciler.LiveChecker, reconciler.JobReader). lastWrite embeds it whole,
+// so that wrapping the API writer cannot hide a read: the reconciler finds
+// them on its Writer, and a wrapper whose method set lacked them left every
+// confirm of a plan and the Job's podFailurePolicy unread in the binary
+// while every reconciler test, given a plain fake, passed.
+type liveWriter interface {
 	reconciler.Writer
-	now       func() time.Time // time.Now when nil
-	mu        sync.Mutex
-	sec       int64 // the Unix second cur counts
-	cur, prev int
-}
-
-// liveWriter is the reconciler's Writer with its live reads. The reconciler
-// finds those by asking its Writer for them (reconciler.LiveChecker,
-// reconciler.JobReader); lastWrite embeds the Writer interface, which hides
-// every method it does not declare, so they are named here again.
-type liveWriter struct {
-	*lastWrite
 	reconciler.LiveChecker
 	reconciler.JobReader
 }
 
-// newWriter wraps the API writer: the write counter the events give way
-// to, and the reconciler's Writer with the live reads.
-func newWriter(kw kube.Writer) (*lastWrite, reconciler.Writer) {
-	lw := &lastWrite{Writer: kw}
-	return lw, liveWriter{lastWrite: lw, LiveChecker: kw, JobReader: kw}
+// lastWrite counts the controller's writes over the last second or two,
+// for the events to give way to a burst of writes.
+type lastWrite struct {
+	liveWriter
+	now       func() time.Time // time.Now when nil
+	mu        sync.Mutex
+	sec       int64 // the Unix second cur counts
+	cur, prev int
 }
 
 func (w *lastWrite) unix() int64 {
@@ -371,25 +366,25 @@ func (w *lastWrite) bursting() bool { return w.recent() >= burstWrites }
 
 func (w *lastWrite) CreateCRR(ctx context.Context, crr *kruisev1alpha1.ContainerRecreateRequest, readPodFirst bool) error {
 	w.note()
-	return w.Writer.CreateCRR(ctx, crr, readPodFirst)
+	return w.liveWriter.CreateCRR(ctx, crr, readPodFirst)
 }
 
 func (w *lastWrite) DeleteCRR(ctx context.Context, namespace, name string) error {
 	w.note()
-	return w.Writer.DeleteCRR(ctx, namespace, name)
+	return w.liveWriter.DeleteCRR(ctx, namespace, name)
 }
 
 func (w *lastWrite) PatchPod(ctx context.Context, namespace, name string, patch []byte) error {
 	w.note()
-	return w.Writer.PatchPod(ctx, namespace, name, patch)
+	return w.liveWriter.PatchPod(ctx, namespace, name, patch)
 }
 
 func (w *lastWrite) PatchPodStatus(ctx context.Context, namespace, name string, patch []byte) error {
 	w.note()
-	return w.Writer.PatchPodStatus(ctx, namespace, name, patch)
+	return w.liveWriter.PatchPodStatus(ctx, namespace, name, patch)
 }
 
 func (w *lastWrite) AnnotatePod(ctx context.Context, namespace, name string, uid types.UID, key, value string) error {
 	w.note()
-	return w.Writer.AnnotatePod(ctx, namespace, name, uid, key, value)
+	return w.liveWriter.AnnotatePod(ctx, namespace, name, uid, key, value)
 }

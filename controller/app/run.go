@@ -149,8 +149,8 @@ func Run(ctx context.Context, o *Options) error {
 			return err
 		}
 	}
-	writer, write := newWriter(kube.Writer{Client: clients.Kube, Kruise: clients.Kruise})
-	rec := reconciler.New(cfg, caches, write, recorder, metrics, clock.RealClock{})
+	writer := &lastWrite{liveWriter: kube.Writer{Client: clients.Kube, Kruise: clients.Kruise}}
+	rec := reconciler.New(cfg, caches, writer, recorder, metrics, clock.RealClock{})
 	ctrl, err := kube.NewController(caches, rec)
 	if err != nil {
 		return err

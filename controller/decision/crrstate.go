@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // CRRContainerState is kruise-daemon's state of one container of a CRR
@@ -197,10 +199,83 @@ func stopUnderWay(in Input, crr *CRR, container string, deadline time.Time) (tim
 // daemon serves, a swap waits until then plus the grace period and a
 // margin. Nodes where no daemon shows (none at all, or OpenKruise gone
 // whole, NodeImages with it) have nothing to wait for.
+//
+// A replica knows only when it found the API gone itself, and a new leader
+// finds it at its own start: counted from there, leaders moving more often
+// than the grace period would keep the swap waiting for good (soak seed
+// 245). So the time is recorded on the pod (AnnotationCRRAPIGone, the
+// earliest a replica found), and the wait counts from the earlier of the
+// record and this replica's own: both are no earlier than the removal. A
+// CRD removed, put back and removed again within one pod's stop counts from
+// the first removal, unless this replica saw the API served in between (the
+// record is then of the earlier loss): a replica that starts after the
+// second removal and never saw the API back is outside the contract.
 func stopsAfterCRD(in Input, c Container) (time.Time, bool) {
-	if in.CRRAPI || in.CRRAPIGoneSince.IsZero() || in.Node.Virtual || in.Node.Daemon != DaemonServes || c.State != StateRunning {
+	since := crrAPIGoneSince(in)
+	if in.CRRAPI || since.IsZero() || in.Node.Virtual || in.Node.Daemon != DaemonServes || c.State != StateRunning {
 		return time.Time{}, false
 	}
-	until := in.CRRAPIGoneSince.Add(PodGrace(in.Pod) + stopMargin)
+	until := since.Add(PodGrace(in.Pod) + stopMargin)
 	return until, in.Now.Before(until)
+}
+
+// crrAPIGoneSince is the earliest time the CRR API is known not served, by
+// this replica or the pod's record; zero while it is served.
+func crrAPIGoneSince(in Input) time.Time {
+	since := in.CRRAPIGoneSince
+	if in.CRRAPI || since.IsZero() {
+		return time.Time{}
+	}
+	if at, ok := crrAPIGoneRecord(in); ok && at.Before(since) {
+		since = at
+	}
+	return since
+}
+
+// crrAPIGoneRecord is the pod's record of the CRR API's loss, unless this
+// replica found the API served since.
+func crrAPIGoneRecord(in Input) (time.Time, bool) {
+	at, ok := crrAPIGoneMark(in.Pod)
+	if !ok || at.Before(in.CRRAPIServedAt) {
+		return time.Time{}, false
+	}
+	return at, true
+}
+
+// crrAPIGoneMark reads AnnotationCRRAPIGone; a malformed one reads as none.
+func crrAPIGoneMark(pod *corev1.Pod) (time.Time, bool) {
+	raw, ok := pod.Annotations[AnnotationCRRAPIGone]
+	if !ok {
+		return time.Time{}, false
+	}
+	at, err := time.Parse(time.RFC3339, raw)
+	return at, err == nil
+}
+
+// CRRAPIGoneRecord is the AnnotationCRRAPIGone value for a time, rounded up
+// to the second: never earlier than the time found.
+func CRRAPIGoneRecord(at time.Time) string {
+	return roundUpSecond(at).UTC().Format(time.RFC3339)
+}
+
+func roundUpSecond(at time.Time) time.Time {
+	if r := at.Truncate(time.Second); r.Before(at) {
+		return r.Add(time.Second)
+	}
+	return at
+}
+
+// recordAPIGone is the action that records on the pod when this replica
+// found the CRR API gone, where the pod records no earlier time, unless the
+// same record was refused and its backoff runs (or was given up on).
+func recordAPIGone(in Input) (Action, bool) {
+	if at, ok := crrAPIGoneRecord(in); ok && !at.After(roundUpSecond(in.CRRAPIGoneSince)) {
+		return Action{}, false
+	}
+	if r := latestRefusal(in.Refusals, ActionRecordAPIGone, ""); r != nil {
+		if wait, gaveUp := refusalWait(r, in.Policy, in.Now); gaveUp || wait > 0 {
+			return Action{}, false
+		}
+	}
+	return Action{Kind: ActionRecordAPIGone, Began: in.CRRAPIGoneSince}, true
 }

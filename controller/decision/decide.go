@@ -9,8 +9,15 @@ import (
 )
 
 // Decide returns the plan for one pod. It never reads a clock or the network:
-// the same input always gives the same plan.
+// the same input always gives the same plan. Where the plan rests on objects
+// the input may not show, Plan.Confirm names them (confirm.go).
 func Decide(in Input) Plan {
+	p := decide(in)
+	p.Confirm = confirmations(in, p)
+	return p
+}
+
+func decide(in Input) Plan {
 	pod := in.Pod
 	settled, why, ok := eligible(pod)
 	if !ok {

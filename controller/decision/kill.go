@@ -45,6 +45,7 @@ func (p Plan) kill(in Input, targets []Container) Plan {
 	var byCRR []Container
 	var bySwap, byJobSwap []Swap
 	var waiting, noPath []string
+	apiGoneWait := false // a swap waits for stops under CRRs whose API went away
 	yielded, yieldUntil := p.yieldToSecondTerminator(in)
 	for _, c := range targets {
 		if img := c.SwappedTo(); img != "" {
@@ -94,8 +95,9 @@ func (p Plan) kill(in Input, targets []Container) Plan {
 		}
 		if until, ok := stopsAfterCRD(in, c); ok && image != "" {
 			waiting = append(waiting, fmt.Sprintf("the image swap of %q waits until %s: the ContainerRecreateRequest API went away at %s, and kruise-daemon, which serves node %q, may still be stopping it under a CRR made before",
-				c.Name, until.UTC().Format(time.RFC3339), in.CRRAPIGoneSince.UTC().Format(time.RFC3339), in.Node.Name))
+				c.Name, until.UTC().Format(time.RFC3339), crrAPIGoneSince(in).UTC().Format(time.RFC3339), in.Node.Name))
 			p.requeue(until.Sub(in.Now))
+			apiGoneWait = true
 			continue
 		}
 		// image may be the operator's default (c.DefaultImage): the cases
@@ -157,6 +159,11 @@ func (p Plan) kill(in Input, targets []Container) Plan {
 		byCRR, p.AwaitsSecondTerminator = nil, true
 	}
 	var record []Action
+	if apiGoneWait {
+		if a, ok := recordAPIGone(in); ok {
+			record = append(record, a)
+		}
+	}
 	if len(byCRR) > 0 {
 		planned := len(p.Actions)
 		waiting, noPath = p.planCRR(in, latest, inFlight, deadline, byCRR, waiting, noPath)
@@ -307,6 +314,9 @@ func describeActions(actions []Action) string {
 			parts[i] = fmt.Sprintf("ContainerRecreateRequest %s of stop-order stage %d is deleted, so kruise-daemon takes up the next stage's", a.CRRName, a.Stage)
 		case ActionRecordAttempt:
 			parts[i] = fmt.Sprintf("attempt %d of stage %d is recorded on the pod", a.Attempt, a.Stage)
+		case ActionRecordAPIGone:
+			parts[i] = "when the ContainerRecreateRequest API went away is recorded on the pod"
+
 		case ActionSettlePhase:
 			if a.JobRule != "" {
 				parts[i] = fmt.Sprintf("phase settled to %s from the main containers before sidecars %v are stopped", a.Phase, a.Containers)

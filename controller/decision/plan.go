@@ -41,6 +41,10 @@ const (
 	// compare-and-swap on the value the decision read; only on the failure
 	// path, after the attempt's create succeeded (window.go).
 	ActionRecordAttempt ActionKind = "RecordAttempt"
+	// ActionRecordAPIGone records on the pod when the CRR API was found not
+	// served (AnnotationCRRAPIGone, Began), by compare-and-swap on the value
+	// the decision read, before an image swap waits on it (crrstate.go).
+	ActionRecordAPIGone ActionKind = "RecordCRRAPIGone"
 )
 
 // Action is one write. Actions in a plan run in order; a failed one stops the rest.
@@ -66,7 +70,8 @@ type Action struct {
 
 	// For ActionRecordAttempt (with Stage and Attempt): when the attempt
 	// began; zero for the create just before it in the plan, whose answer
-	// time is then used.
+	// time is then used. For ActionRecordAPIGone: when the CRR API was found
+	// not served.
 	Began time.Time
 
 	// For ActionSettlePhase.
@@ -152,4 +157,8 @@ type Plan struct {
 	// AwaitsSecondTerminator: a first CRR waits for kruise's to show
 	// (second.go); the reconciler looks for it.
 	AwaitsSecondTerminator bool
+	// Confirm names what the plan assumed absent or finished and the input
+	// cannot vouch for (confirm.go): the reconciler reads it live, in one
+	// step, and decides once more before it writes anything.
+	Confirm Confirm
 }

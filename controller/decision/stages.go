@@ -207,7 +207,7 @@ func (p Plan) stageActions(in Input, stage, markStage int, markAt time.Time) Pla
 	}
 	var writes []Action
 	for _, a := range out {
-		if a.Kind == ActionRecordAttempt {
+		if a.Kind == ActionRecordAttempt || a.Kind == ActionRecordAPIGone {
 			record = append(record, a)
 			continue
 		}
@@ -249,75 +249,6 @@ func stageWindowEnd(in Input, stage int) time.Time {
 		end = later(end, began.Add(StopWindow(in.Pod, in.Policy)))
 	}
 	return end
-}
-
-// clearEarlierCRRs returns the deletions of earlier stages' unfinished CRRs
-// that go before a stage's CRR; and, for each one whose deletion was refused
-// and that is still in flight, why the stage's CRR waits (it sets the plan's
-// when to look again). A CRR created beside it would wait in
-// kruise-daemon behind it while its own deadline runs (kruise-manager counts
-// activeDeadlineSeconds from the CRR's creation:
-// pkg/controller/containerrecreaterequest/crr_controller.go), so the stage's
-// CRR is made only once the earlier one is deleted or past its deadline,
-// when kruise-manager completes it. A refused deletion is sent again when its
-// backoff has passed; one given up on (an RBAC or policy without it) leaves
-// the wait to the earlier CRR's deadline: slower, still bounded.
-//
-// This is the one place that deletes a CRR of ours, and it keeps the stop
-// window (window.go): a CRR whose window is open and whose containers still
-// run is not deleted; the stage's CRR waits for its window to close.
-func clearEarlierCRRs(in Input, stage int, containers []Container) (deletes []Action, wait []string, next time.Time) {
-	terminated := func(name string) bool {
-		for _, c := range containers {
-			if c.Name == name {
-				return c.State == StateTerminated
-			}
-		}
-		return false
-	}
-	for _, c := range in.CRRs {
-		if c.Stage >= stage || c.Finished() {
-			continue
-		}
-		if !c.windowClosed(in, terminated) {
-			until := c.windowEnd(in)
-			if next.IsZero() || until.Before(next) {
-				next = until
-			}
-			wait = append(wait, fmt.Sprintf("%s of stage %d may still be stopping %v until %s", c.Name, c.Stage, c.Containers, until.UTC().Format(time.RFC3339)))
-			continue
-		}
-		r := deleteRefusal(in.Refusals, c.Name)
-		retry, gaveUp := refusalWait(r, in.Policy, in.Now)
-		if r == nil || (!gaveUp && retry <= 0) {
-			deletes = append(deletes, Action{Kind: ActionDeleteCRR, CRRName: c.Name, Containers: c.Containers, Stage: c.Stage})
-			continue
-		}
-		deadline := c.deadlineAt(in)
-		if !in.Now.Before(deadline) {
-			continue
-		}
-		until := deadline.Add(time.Second)
-		if !gaveUp && in.Now.Add(retry).Before(until) {
-			until = in.Now.Add(retry)
-		}
-		if next.IsZero() || until.Before(next) {
-			next = until
-		}
-		wait = append(wait, fmt.Sprintf("deleting %s of stage %d was refused (%s) and it is in flight until %s; looked at again at %s",
-			c.Name, c.Stage, r.Describe(), deadline.UTC().Format(time.RFC3339), until.UTC().Format(time.RFC3339)))
-	}
-	return deletes, wait, next
-}
-
-// deleteRefusal is the remembered refusal of deleting the named CRR.
-func deleteRefusal(refusals []Refusal, name string) *Refusal {
-	for i := range refusals {
-		if refusals[i].Kind == ActionDeleteCRR && refusals[i].CRRName == name {
-			return &refusals[i]
-		}
-	}
-	return nil
 }
 
 // stopOrder reads the stop-order annotation: the named sidecars in order, or
@@ -414,50 +345,6 @@ func overlaps(a, b []string) bool {
 		}
 	}
 	return false
-}
-
-// EarlierStageCRRs are the CRRs the stages before stage may have in flight
-// by the pod's own record: each stage up to the one its stop-stage mark says
-// was issued, at the attempt recorded for it (the first when none is). A
-// replica whose CRR informer lags its pod informer sees the mark another
-// replica wrote a moment ago, and not that replica's CRR; before it makes
-// stage's CRR it reads these live (reconciler.seeUnseenCRR), so that it does
-// not make it beside one in flight (soak seed 140 under a leader move).
-func EarlierStageCRRs(pod *corev1.Pod, stage int) []Action {
-	mark, _ := stageMark(pod)
-	var out []Action
-	for s := 0; s < stage && s <= mark; s++ {
-		attempt := max(recordedAttempts(pod, s), 1)
-		out = append(out, Action{Kind: ActionCreateCRR, CRRName: StageCRRName(pod, s, attempt), Attempt: attempt, Stage: s})
-	}
-	return out
-}
-
-// LaterStageCRR is the CRR of the stage after stage, at the attempt recorded
-// for it (the first when none is), when the pod's stop order names a stage
-// after it (stage 0, the sidecars the order does not name, comes before the
-// order's first). A replica that found stage held up deleted stage's CRR and
-// made the next stage's, the held-up sidecars carried into it; another
-// replica whose caches show neither write yet would make stage's CRR again
-// beside it. Before it makes stage's CRR it reads this one live
-// (reconciler.seeUnseenCRR; soak seed 313 under a leader move).
-func LaterStageCRR(pod *corev1.Pod, stage int) (Action, bool) {
-	if stage < 0 || namedStages(pod) <= stage {
-		return Action{}, false
-	}
-	next := stage + 1
-	attempt := max(recordedAttempts(pod, next), 1)
-	return Action{Kind: ActionCreateCRR, CRRName: StageCRRName(pod, next, attempt), Attempt: attempt, Stage: next}, true
-}
-
-// namedStages counts the names in the pod's stop-order annotation: the
-// stages it asks for, at most (stopOrder says whether the order is usable).
-func namedStages(pod *corev1.Pod) int {
-	n := 0
-	for range orderNames(pod.Annotations[AnnotationStopOrder]) {
-		n++
-	}
-	return n
 }
 
 // orderNames yields the names of a stop-order annotation's value as written,

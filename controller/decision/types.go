@@ -25,6 +25,11 @@ const (
 	// CRR attempt made last: kruise deletes finished CRRs (ttl), and a
 	// restarted controller remembers nothing, but the count must not reset.
 	AnnotationCRRAttempts = "sidecar-terminator.io/crr-attempts"
+	// AnnotationCRRAPIGone records, on a pod whose sidecar's image swap waits
+	// for stops begun under CRRs whose API went away, the earliest time a
+	// replica found that API not served (RFC 3339): the wait counts from it
+	// whoever leads later (crrstate.go, stopsAfterCRD).
+	AnnotationCRRAPIGone = "sidecar-terminator.io/crr-api-gone-at"
 
 	// ConditionSidecarTerminated is set on a pod whose phase this controller
 	// settled before stopping its ignore-exit-code sidecars.
@@ -158,6 +163,9 @@ type CRR struct {
 	// no longer moves, and kruise-manager's completion of it at its deadline,
 	// which carries kruise-daemon's last states, is never seen.
 	Unseen bool
+	// Deleted: this controller deleted the CRR (or may have: the delete got
+	// no answer), and the cache does not show it; it reads as finished.
+	Deleted bool
 }
 
 // Finished reports whether kruise has stopped working on the CRR.
@@ -233,6 +241,10 @@ type Input struct {
 	// served: when it lost it, or its first look if it never saw it. Zero
 	// while the API is served (stopsAfterCRD in kill.go says why it counts).
 	CRRAPIGoneSince time.Time
+	// CRRAPIServedAt is when the controller last found the CRR API served
+	// (zero if never): a pod's record of the API's loss from before then is
+	// of an earlier loss (crrstate.go).
+	CRRAPIServedAt time.Time
 	// Refusals are the pod's writes the cluster refused, latest per kind of
 	// write, as the reconciler remembers them.
 	Refusals []Refusal
@@ -251,6 +263,30 @@ type Input struct {
 	// Job is the pod's owning Job as read live, when a plan asked for it
 	// (Plan.NeedsJob); nil when not read (jobsettle.go).
 	Job *JobFacts
+
+	// RefusedCRRs are this controller's CRR creates that were refused (or
+	// got no answer), as the reconciler remembers them: a CRR under such a
+	// name may exist all the same (confirm.go).
+	RefusedCRRs []Action
+	// Overdue are this controller's writes whose effect the cache has not
+	// shown within the expectation timeout: the plan asks the API server
+	// whether they took effect (confirm.go).
+	Overdue []Action
+	// ReadLive names the CRRs read from the API server in this sync, found
+	// or not (Plan.Confirm): the plan asks for them no more.
+	ReadLive []string
+	// WatchedSince is when the reconciler's memory of the pod began: its
+	// first sync of the pod in this process, zero when unknown. A memory
+	// that began before the mains were done has seen every CRR of the pod's
+	// stop made since, in the cache or as its own write (confirm.go).
+	WatchedSince time.Time
+	// PodLive: the pod was read from the API server in this sync, not the cache.
+	PodLive bool
+	// SecondTerminatorAwaited: a first CRR of the pod has waited for
+	// OpenKruise's SidecarTerminator's CRR (second.go); SecondLooked: the
+	// looks for it made so far. Both as remembered.
+	SecondTerminatorAwaited bool
+	SecondLooked            SecondLook
 
 	// stage is the stop-order stage being planned: set by the stop-order
 	// layer on the copy of the input it hands to kill, whose CRRs are then

@@ -84,20 +84,34 @@ func TestASwapAfterTheCRDWentAwaitsStopsBegunBefore(t *testing.T) {
 	served := Node{Name: "node-1", Found: true, Daemon: DaemonServes, DaemonWhy: "kruise-daemon wrote the node's NodeImage status"}
 	absent := Node{Name: "node-1", Found: true, Daemon: DaemonAbsent, DaemonWhy: "never wrote"}
 	swap := want{verdict: VerdictAct, actions: []Action{swapOf(1, "log", img("log"))}}
+	recordGone := Action{Kind: ActionRecordAPIGone, Began: gone}
+	// A pod on which a replica recorded that it found the API gone at gone.
+	recorded := running.DeepCopy()
+	recorded.Annotations = map[string]string{AnnotationCRRAPIGone: CRRAPIGoneRecord(gone)}
+	swapRecorded := want{verdict: VerdictAct, actions: []Action{swapOf(1, "log", img("log"))}}
 	for name, tc := range map[string]struct {
 		pod    *corev1.Pod
 		node   Node
 		crrAPI bool
 		gone   time.Time
+		served time.Time
 		at     time.Time
 		want   want
 	}{
-		"daemon serves the node, just after the API went: wait": {
+		"daemon serves the node, just after the API went: wait, and record the loss on the pod": {
 			pod: running, node: served, gone: gone, at: gone.Add(time.Second),
-			want: want{verdict: VerdictInProgress, requeue: 39 * time.Second}},
+			want: want{verdict: VerdictInProgress, requeue: 39 * time.Second, actions: []Action{recordGone}}},
 		"daemon serves the node, a second before the wait ends: wait": {
 			pod: running, node: served, gone: gone, at: gone.Add(39 * time.Second),
+			want: want{verdict: VerdictInProgress, requeue: time.Second, actions: []Action{recordGone}}},
+		"a new leader finds the API gone later: the pod's record counts, and stands": {
+			pod: recorded, node: served, gone: gone.Add(30 * time.Second), at: gone.Add(39 * time.Second),
 			want: want{verdict: VerdictInProgress, requeue: time.Second}},
+		"the pod's record, a new leader's wait over: swap": {
+			pod: recorded, node: served, gone: gone.Add(30 * time.Second), at: gone.Add(40 * time.Second), want: swapRecorded},
+		"the pod's record is of a loss before the API was served again: this replica's own counts": {
+			pod: recorded, node: served, gone: gone.Add(30 * time.Second), served: gone.Add(20 * time.Second), at: gone.Add(40 * time.Second),
+			want: want{verdict: VerdictInProgress, requeue: 30 * time.Second, actions: []Action{{Kind: ActionRecordAPIGone, Began: gone.Add(30 * time.Second)}}}},
 		"daemon serves the node, grace and margin over: swap": {
 			pod: running, node: served, gone: gone, at: gone.Add(40 * time.Second), want: swap},
 		"no daemon on the node: swap at once": {
@@ -111,7 +125,7 @@ func TestASwapAfterTheCRDWentAwaitsStopsBegunBefore(t *testing.T) {
 			want: want{verdict: VerdictAct, actions: []Action{crrFor("p", 1, "log")}}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			in := Input{Pod: tc.pod, Node: tc.node, CRRAPI: tc.crrAPI, CRRAPIGoneSince: tc.gone, Now: tc.at, Policy: DefaultPolicy()}
+			in := Input{Pod: tc.pod, Node: tc.node, CRRAPI: tc.crrAPI, CRRAPIGoneSince: tc.gone, CRRAPIServedAt: tc.served, Now: tc.at, Policy: DefaultPolicy()}
 			plan := Decide(in)
 			checkPlan(t, tc.want, plan)
 			if tc.want.verdict == VerdictInProgress && !strings.Contains(plan.Reason, "may still be stopping") {

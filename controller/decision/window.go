@@ -1,6 +1,7 @@
 package decision
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -139,4 +140,63 @@ func recordAttempt(in Input, stage, attempt int, began time.Time) (Action, bool)
 // (or a later one).
 func AttemptRecorded(pod *corev1.Pod, stage, attempt int) bool {
 	return recordedAttempts(pod, stage) >= attempt
+}
+
+// clearEarlierCRRs returns the deletions of earlier stages' unfinished CRRs
+// that go before a stage's CRR; and, for each one whose deletion was refused
+// and that is still in flight, why the stage's CRR waits (it sets the plan's
+// when to look again). A CRR created beside it would wait in
+// kruise-daemon behind it while its own deadline runs (kruise-manager counts
+// activeDeadlineSeconds from the CRR's creation:
+// pkg/controller/containerrecreaterequest/crr_controller.go), so the stage's
+// CRR is made only once the earlier one is deleted or past its deadline,
+// when kruise-manager completes it. A refused deletion is sent again when its
+// backoff has passed; one given up on (an RBAC or policy without it) leaves
+// the wait to the earlier CRR's deadline: slower, still bounded.
+//
+// This is the one place that deletes a CRR of ours, and it keeps the stop
+// window (window.go): a CRR whose window is open and whose containers still
+// run is not deleted; the stage's CRR waits for its window to close.
+func clearEarlierCRRs(in Input, stage int, containers []Container) (deletes []Action, wait []string, next time.Time) {
+	terminated := func(name string) bool {
+		for _, c := range containers {
+			if c.Name == name {
+				return c.State == StateTerminated
+			}
+		}
+		return false
+	}
+	for _, c := range in.CRRs {
+		if c.Stage >= stage || c.Finished() {
+			continue
+		}
+		if !c.windowClosed(in, terminated) {
+			until := c.windowEnd(in)
+			if next.IsZero() || until.Before(next) {
+				next = until
+			}
+			wait = append(wait, fmt.Sprintf("%s of stage %d may still be stopping %v until %s", c.Name, c.Stage, c.Containers, until.UTC().Format(time.RFC3339)))
+			continue
+		}
+		r := crrRefusal(in.Refusals, ActionDeleteCRR, c.Name)
+		retry, gaveUp := refusalWait(r, in.Policy, in.Now)
+		if r == nil || (!gaveUp && retry <= 0) {
+			deletes = append(deletes, Action{Kind: ActionDeleteCRR, CRRName: c.Name, Containers: c.Containers, Stage: c.Stage})
+			continue
+		}
+		deadline := c.deadlineAt(in)
+		if !in.Now.Before(deadline) {
+			continue
+		}
+		until := deadline.Add(time.Second)
+		if !gaveUp && in.Now.Add(retry).Before(until) {
+			until = in.Now.Add(retry)
+		}
+		if next.IsZero() || until.Before(next) {
+			next = until
+		}
+		wait = append(wait, fmt.Sprintf("deleting %s of stage %d was refused (%s) and it is in flight until %s; looked at again at %s",
+			c.Name, c.Stage, r.Describe(), deadline.UTC().Format(time.RFC3339), until.UTC().Format(time.RFC3339)))
+	}
+	return deletes, wait, next
 }

@@ -74,7 +74,7 @@ func TrimPod(obj any) (any, error) {
 
 func ourAnnotations(in map[string]string) map[string]string {
 	var out map[string]string
-	for _, k := range []string{decision.AnnotationSidecars, decision.AnnotationQuickExitImage, decision.AnnotationCRRAttempts, decision.AnnotationStopOrder, decision.AnnotationStopStage} {
+	for _, k := range []string{decision.AnnotationSidecars, decision.AnnotationQuickExitImage, decision.AnnotationCRRAttempts, decision.AnnotationCRRAPIGone, decision.AnnotationStopOrder, decision.AnnotationStopStage} {
 		if v, ok := in[k]; ok {
 			if out == nil {
 				out = map[string]string{}

@@ -95,7 +95,7 @@ func podOwnerUID(c *kruisev1alpha1.ContainerRecreateRequest) string {
 
 // unlisted reports whether the controller's CRR informer, which lists by our
 // managed-by label, never shows this CRR of ours: a policy stripped the label.
-// Such a CRR is remembered as read live (crrmemory.go).
+// Such a CRR is remembered as read live (confirm.go).
 func unlisted(own *kruisev1alpha1.ContainerRecreateRequest) bool {
 	return own.Labels[LabelManagedBy] != ManagedByValue
 }

@@ -22,8 +22,18 @@ func (r *Reconciler) crrAPIGone(logger klog.Logger) {
 func (r *Reconciler) crrAPIGoneSince(served bool, now time.Time) time.Time {
 	if served {
 		r.crrAPILost.Store(0)
+		r.crrAPIServed.Store(now.UnixNano())
 		return time.Time{}
 	}
 	r.crrAPILost.CompareAndSwap(0, now.UnixNano())
 	return time.Unix(0, r.crrAPILost.Load())
+}
+
+// crrAPIServedAt is when this reconciler last found the CRR API served
+// (decision.Input.CRRAPIServedAt); zero if never.
+func (r *Reconciler) crrAPIServedAt() time.Time {
+	if at := r.crrAPIServed.Load(); at != 0 {
+		return time.Unix(0, at)
+	}
+	return time.Time{}
 }

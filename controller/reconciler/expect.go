@@ -2,14 +2,12 @@ package reconciler
 
 import (
 	"context"
-	"fmt"
 	"sort"
 	"strings"
 	"time"
 
 	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/klog/v2"
 
 	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
@@ -31,60 +29,64 @@ type LiveChecker interface {
 // look again. One write per pod under any backlog rests on two rules here:
 //
 //   - A write the cache does not show yet is waited for. Past the
-//     expectation timeout the API server is asked whether the write took
-//     effect: if it did, the cache only lags (a long queue of watch events,
-//     a relist under load) and the wait goes on; a second write from that
-//     stale view would be doomed (the CRR exists, the swap's test op fails).
-//     Only a write the API server does not show either is decided afresh.
+//     expectation timeout it is overdue: the plan asks the API server
+//     whether it took effect (decision.Input.Overdue, Plan.Confirm), and the
+//     pod is decided on what the API server shows. If the write is in
+//     effect, the cache only lags (a long queue of watch events, a relist
+//     under load): nothing is written again, and the wait goes on
+//     (absorbOverdue); a second write from the stale view would be doomed
+//     (the CRR exists, the swap's test op fails). A write the API server
+//     does not show either is decided afresh.
 //   - A write refused as stale (its test op failed, a Conflict) was decided
 //     on a view the API server had moved past. Deciding again on the same
 //     view would send the same doomed write, with only the retry back-off
 //     between them; so the pod waits until the cache shows a newer pod or
 //     CRR (the watch event that brings it also queues the pod), at most the
 //     expectation timeout.
-func (r *Reconciler) awaitCache(ctx context.Context, logger klog.Logger, pod *corev1.Pod, mem *podMemory, now time.Time) (time.Duration, bool, error) {
+func (r *Reconciler) awaitCache(logger klog.Logger, pod *corev1.Pod, mem *podMemory, now time.Time) (time.Duration, cacheGate, bool) {
+	var g cacheGate
 	if pending := mem.pendingWrites(); len(pending) > 0 {
 		waited := mem.waitedFor(now)
 		switch {
 		case r.satisfied(pod, pending):
-			mem.cacheCaughtUp()
+			g.caughtUp = true
 		case waited < r.cfg.ExpectationTimeout:
 			logger.V(4).Info("Waiting for the cache to show an earlier write", "pending", len(pending))
-			return r.cfg.ExpectationTimeout - waited, false, nil
+			return r.cfg.ExpectationTimeout - waited, g, false
 		default:
-			applied, err := r.appliedLive(ctx, pod, mem, pending)
-			if err != nil {
-				return 0, false, fmt.Errorf("check pod %s/%s's unseen writes live: %w", pod.Namespace, pod.Name, err)
+			for _, e := range pending {
+				g.overdue = append(g.overdue, e.action)
 			}
-			if applied {
-				logger.Info("The cache lags: an earlier write is in effect at the API server but not yet in the cache; waiting for it rather than writing again",
-					"pending", describePending(pending), "after", waited.String())
-				mem.stillUnseen(now)
-				return r.cfg.ExpectationTimeout, false, nil
-			}
-			// The write's effect never showed up (a policy engine stripped
-			// the CRR's label, the write was undone): decide afresh, and
-			// say so, since it means the cache and the cluster disagree.
-			r.metrics.ExpectationsTimedOut.Inc()
-			logger.Info("Expectation timed out: deciding afresh", "pending", describePending(pending), "after", waited.String())
-			mem.cacheCaughtUp()
 		}
 	}
 	staleView, staleAt := mem.staleViewAt()
 	if staleView == "" {
-		return 0, true, nil
+		return 0, g, true
 	}
 	if waited := now.Sub(staleAt); waited < r.cfg.ExpectationTimeout && r.view(pod) == staleView {
 		logger.V(4).Info("Waiting for the cache to move past the view a stale write was decided on")
-		return r.cfg.ExpectationTimeout - waited, false, nil
+		return r.cfg.ExpectationTimeout - waited, g, false
 	}
-	mem.staleViewGone()
-	return 0, true, nil
+	g.staleGone = true
+	return 0, g, true
 }
 
-// staleWrite remembers the view a write refused as stale was decided on.
-func (r *Reconciler) staleWrite(pod *corev1.Pod, mem *podMemory, now time.Time) {
-	mem.staleOn(r.view(pod), now)
+// cacheGate is what awaitCache found, for absorb: the cache shows every
+// pending write (caughtUp), or some are overdue; the cache moved past the
+// view of a write refused as stale (staleGone).
+type cacheGate struct {
+	caughtUp, staleGone bool
+	overdue             []decision.Action
+}
+
+// absorbGate tells the pod's memory what awaitCache found.
+func absorbGate(mem *podMemory, g cacheGate) {
+	if g.caughtUp {
+		mem.cacheCaughtUp()
+	}
+	if g.staleGone {
+		mem.staleViewGone()
+	}
 }
 
 // view names the versions of what the decision read from the cache: the pod
@@ -111,69 +113,6 @@ func (r *Reconciler) view(pod *corev1.Pod) string {
 	return strings.Join(parts, " ")
 }
 
-// appliedLive reports whether the API server shows the effect of every
-// pending write in a way the cache will show too. Without a LiveChecker it
-// cannot tell, and says no. An own CRR the informer never lists (a policy
-// stripped our label) is remembered as read, and is no write to wait for.
-func (r *Reconciler) appliedLive(ctx context.Context, pod *corev1.Pod, mem *podMemory, pending []expectation) (bool, error) {
-	live, ok := r.write.(LiveChecker)
-	if !ok {
-		return false, nil
-	}
-	var livePod *corev1.Pod
-	for _, e := range pending {
-		switch e.action.Kind {
-		case decision.ActionCreateCRR:
-			crr, err := live.LiveCRR(ctx, pod.Namespace, e.action.CRRName)
-			if apierrors.IsNotFound(err) {
-				return false, nil
-			}
-			if err != nil {
-				return false, err
-			}
-			// Ours, as made: then the informer, which lists only CRRs with
-			// our label, will show it. Anyone else's the cache never shows:
-			// decide afresh, and the create meets it (CheckExistingCRR).
-			// Ours with the label stripped it never shows either: remembered
-			// as read now, the decision follows it through (its deadline, a
-			// stop under way) without the cache.
-			if CheckExistingCRR(crr, r.newCRR(pod, e.action)) != nil {
-				return false, nil
-			}
-			if unlisted(crr) {
-				mem.seeCRR(crrFacts(crr))
-				return false, nil
-			}
-		case decision.ActionDeleteCRR:
-			_, err := live.LiveCRR(ctx, pod.Namespace, e.action.CRRName)
-			if err == nil {
-				return false, nil
-			}
-			if !apierrors.IsNotFound(err) {
-				return false, err
-			}
-		case decision.ActionSwapImage, decision.ActionSettlePhase, decision.ActionRecordAttempt:
-			if livePod == nil {
-				p, err := live.LivePod(ctx, pod.Namespace, pod.Name)
-				if apierrors.IsNotFound(err) {
-					return false, nil
-				}
-				if err != nil {
-					return false, err
-				}
-				if p.UID != pod.UID {
-					return false, nil
-				}
-				livePod = p
-			}
-			if !podShows(livePod, e.action) {
-				return false, nil
-			}
-		}
-	}
-	return true, nil
-}
-
 // podShows reports whether the pod carries a swap's or a settle's effect.
 func podShows(pod *corev1.Pod, a decision.Action) bool {
 	switch a.Kind {
@@ -188,40 +127,10 @@ func podShows(pod *corev1.Pod, a decision.Action) bool {
 		return decision.HasSidecarTerminatedCondition(pod)
 	case decision.ActionRecordAttempt:
 		return decision.AttemptRecorded(pod, a.Stage, a.Attempt)
+	case decision.ActionRecordAPIGone:
+		return pod.Annotations[decision.AnnotationCRRAPIGone] != ""
 	}
 	return false
-}
-
-// recheckCorrection decides a plan that corrects an earlier kill once more,
-// on the live pod, when the cache's pod is not the latest. Such a plan
-// (FailedKills: a CRR past its deadline while the sidecar still runs, a
-// sidecar that came back) judges the pod by the cache, and a lagging cache
-// shows a sidecar running that has long stopped: the correction (a Warning,
-// a second CRR, a swap, recording the failed attempt) would be a second
-// write for nothing. The happy path
-// never gets here; a correction costs one read.
-func (r *Reconciler) recheckCorrection(ctx context.Context, pod *corev1.Pod, mem *podMemory, plan decision.Plan, now time.Time) (*corev1.Pod, decision.Plan, error) {
-	live, ok := r.write.(LiveChecker)
-	if !ok || len(plan.FailedKills) == 0 || len(plan.Actions) == 0 {
-		return pod, plan, nil
-	}
-	p, err := live.LivePod(ctx, pod.Namespace, pod.Name)
-	switch {
-	case apierrors.IsNotFound(err):
-		// Gone: the cache's delete event brings the pod back, and it is forgotten.
-		return pod, decision.Plan{Verdict: decision.VerdictIgnored, Reason: "the pod is gone"}, nil
-	case err != nil:
-		return nil, decision.Plan{}, fmt.Errorf("read pod %s/%s live before correcting a kill: %w", pod.Namespace, pod.Name, err)
-	case p.UID != pod.UID:
-		return pod, decision.Plan{Verdict: decision.VerdictIgnored, Reason: "the pod was replaced by another of the same name"}, nil
-	case p.ResourceVersion == pod.ResourceVersion:
-		return pod, plan, nil
-	}
-	fresh, err := r.plan(p, mem, now)
-	if err != nil {
-		return nil, decision.Plan{}, err
-	}
-	return p, fresh, nil
 }
 
 // requeueAfter is when to look at the pod again: the plan's own wait, or the
@@ -242,12 +151,12 @@ func (r *Reconciler) requeueAfter(mem *podMemory, planned time.Duration, now tim
 	return planned
 }
 
-func describePending(pending []expectation) []string {
+func describePending(pending []decision.Action) []string {
 	out := make([]string, len(pending))
-	for i, e := range pending {
-		out[i] = string(e.action.Kind)
-		if e.action.CRRName != "" {
-			out[i] += " " + e.action.CRRName
+	for i, a := range pending {
+		out[i] = string(a.Kind)
+		if a.CRRName != "" {
+			out[i] += " " + a.CRRName
 		}
 	}
 	return out

@@ -206,16 +206,18 @@ func TestADeleteIsAwaitedUntilTheCacheDropsTheCRR(t *testing.T) {
 }
 
 // A write the cache has not shown by the expectation's timeout is checked at
-// the API server: in effect there (our CRR made, the CRR deleted, the pod
-// swapped), the cache only lags and the pod keeps waiting; not in effect
-// (none, someone else's CRR, the CRR still there, the pod gone or
-// replaced), it is decided afresh, and counted; a failed read is an error.
+// the API server (the plan's confirm step): in effect there (our CRR made,
+// the CRR deleted, the pod swapped), the cache only lags and the pod keeps
+// waiting; not in effect (none, someone else's CRR, the CRR still there),
+// it is decided afresh, and counted; the pod gone or replaced is not written
+// to; a failed read is an error.
 func TestAnUnseenWriteIsCheckedLive(t *testing.T) {
 	internal := apierrors.NewInternalError(errors.New("etcd"))
 	type result int
 	const (
 		waits result = iota
 		afresh
+		gone
 		fails
 	)
 	for _, tc := range []struct {
@@ -240,11 +242,11 @@ func TestAnUnseenWriteIsCheckedLive(t *testing.T) {
 			l.crrs[st1] = stageCRR(st1, 1, "fluent-bit")
 		}, afresh},
 		{"pod swapped", donePod("p", "vk", markImage), false, func(l *liveAPI, a *apiFake) { l.pod = a.pods["p"] }, waits},
-		{"pod gone", donePod("p", "vk", markImage), false, func(*liveAPI, *apiFake) {}, afresh},
+		{"pod gone", donePod("p", "vk", markImage), false, func(*liveAPI, *apiFake) {}, gone},
 		{"pod replaced", donePod("p", "vk", markImage), false, func(l *liveAPI, a *apiFake) {
 			l.pod = a.pods["p"].DeepCopy()
 			l.pod.UID = "other"
-		}, afresh},
+		}, gone},
 		{"pod read fails", donePod("p", "vk", markImage), false, func(l *liveAPI, _ *apiFake) { l.podErr = internal }, fails},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -286,8 +288,15 @@ func TestAnUnseenWriteIsCheckedLive(t *testing.T) {
 				if decisions(m) != seen+1 || timedOut != 1 {
 					t.Errorf("Sync %v, %v decisions, %v timed out; want the pod decided afresh, counted", err, decisions(m)-seen, timedOut)
 				}
+			case gone:
+				// Not written to: the cache's delete event brings the pod
+				// back, and it is forgotten.
+				ignored := testutil.ToFloat64(m.Decisions.WithLabelValues(string(decision.VerdictIgnored)))
+				if err != nil || ignored != 1 || timedOut != 1 || len(a.writes) != writes {
+					t.Errorf("Sync %v, %v ignored, %v timed out, writes %v; want the pod ignored, counted, nothing written", err, ignored, timedOut, a.writes)
+				}
 			case fails:
-				if err == nil || !strings.Contains(err.Error(), "unseen writes live") || decisions(m) != seen {
+				if err == nil || !strings.Contains(err.Error(), "read live what the plan") || decisions(m) != seen {
 					t.Errorf("Sync %v, %v decisions; want the failed read, nothing decided", err, decisions(m)-seen)
 				}
 			}
@@ -300,7 +309,7 @@ func TestAnUnseenWriteIsCheckedLive(t *testing.T) {
 // one at which the expectation has timed out: the pod is decided afresh
 // then, not told to wait once more. Afresh, but knowing the CRR it made:
 // kruise-daemon may be stopping the sidecar under it, so it is not made
-// again (crrmemory.go, madeCRR).
+// again (podmemory.go, madeCRR).
 func TestSlowUnseenWriteIsRevisitedWhenItsExpectationTimesOut(t *testing.T) {
 	f := newFixture(jobPod(markCRR))
 	slow := slowWorld{world: f.w, clock: f.clock, delay: 5 * time.Second}

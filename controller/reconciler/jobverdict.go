@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -49,46 +48,6 @@ func (r *Reconciler) jobReader() (JobReader, bool) {
 	}
 	jr, ok := r.read.(JobReader)
 	return jr, ok
-}
-
-// withJob reads the Job the plan names, remembers it for the pod, and plans
-// again with it. Without a way to read Jobs the plan stands as it was (the
-// stop goes ahead). A failed read is an error: the sync is retried, and no
-// stop is sent that the Job's policy might misread.
-func (r *Reconciler) withJob(ctx context.Context, pod *corev1.Pod, mem *podMemory, now time.Time, plan decision.Plan) (decision.Plan, error) {
-	if plan.NeedsJob == "" || mem.job() != nil {
-		return plan, nil
-	}
-	uid := ownerUID(pod, plan.NeedsJob)
-	if facts, ok := r.jobs.get(uid); ok {
-		mem.readJob(facts)
-		return r.plan(pod, mem, now)
-	}
-	jr, ok := r.jobReader()
-	if !ok {
-		return plan, nil
-	}
-	facts, err := readJob(ctx, jr, pod, plan.NeedsJob)
-	if err != nil {
-		r.metrics.JobReads.WithLabelValues(JobReadError).Inc()
-		return plan, err
-	}
-	mem.readJob(facts)
-	r.jobs.put(uid, facts)
-	if plan, err = r.plan(pod, mem, now); err != nil {
-		return plan, err
-	}
-	switch {
-	case facts.Policy == nil && facts.Missing:
-		r.metrics.JobReads.WithLabelValues(JobReadNotFound).Inc()
-	case plan.JobVerdict != nil && swapsForJob(plan):
-		r.metrics.JobReads.WithLabelValues(JobReadSwap).Inc()
-	case plan.JobVerdict != nil:
-		r.metrics.JobReads.WithLabelValues(JobReadSettle).Inc()
-	default:
-		r.metrics.JobReads.WithLabelValues(JobReadNoChange).Inc()
-	}
-	return plan, nil
 }
 
 // readJob is one GET of the pod's owning Job. A Job of that name with

@@ -25,7 +25,7 @@ func (r *Reconciler) memory(key cache.ObjectName, uid types.UID) *podMemory {
 		if m != nil && m.isTracked() {
 			r.tracked--
 		}
-		m = newPodMemory(uid)
+		m = newPodMemory(uid, r.clock.Now())
 		r.pods[key] = m
 	}
 	return m
@@ -86,7 +86,7 @@ func (r *Reconciler) satisfied(pod *corev1.Pod, pending []expectation) bool {
 					return false
 				}
 			}
-		case decision.ActionSwapImage, decision.ActionSettlePhase, decision.ActionRecordAttempt:
+		case decision.ActionSwapImage, decision.ActionSettlePhase, decision.ActionRecordAttempt, decision.ActionRecordAPIGone:
 			if !podShows(pod, e.action) {
 				return false
 			}

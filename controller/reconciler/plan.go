@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
@@ -17,18 +16,18 @@ import (
 // decides, without acting and without reading anything but the Reader's
 // usual reads (the simulator's update filter calls it for every update).
 func (r *Reconciler) Plan(pod *corev1.Pod, now time.Time) (decision.Plan, error) {
-	in, err := r.memoryInput(pod, r.memory(cache.ObjectName{Namespace: pod.Namespace, Name: pod.Name}, pod.UID), now)
+	in, err := r.observe(pod, r.memory(cache.ObjectName{Namespace: pod.Namespace, Name: pod.Name}, pod.UID), now)
 	if err != nil {
 		return decision.Plan{}, err
 	}
-	return decision.Decide(in), nil
+	return decide(in), nil
 }
 
 // ExplainPlan is Plan for a person (`explain`): it also looks for
 // OpenKruise's own SidecarTerminator's CRR whatever the signals say, and
 // lists the pod's CRRs as kruise reports them.
 func (r *Reconciler) ExplainPlan(pod *corev1.Pod, now time.Time) (decision.Plan, error) {
-	in, err := r.memoryInput(pod, r.memory(cache.ObjectName{Namespace: pod.Namespace, Name: pod.Name}, pod.UID), now)
+	in, err := r.observe(pod, r.memory(cache.ObjectName{Namespace: pod.Namespace, Name: pod.Name}, pod.UID), now)
 	if err != nil {
 		return decision.Plan{}, err
 	}
@@ -37,13 +36,13 @@ func (r *Reconciler) ExplainPlan(pod *corev1.Pod, now time.Time) (decision.Plan,
 			in.SecondTerminator = secondFacts(crr)
 		}
 	}
-	plan := decision.WithSecondTerminator(decision.Decide(in), in)
+	plan := decide(in)
 	if jr, ok := r.jobReader(); ok && plan.NeedsJob != "" {
 		// explain reads the Job as the controller would, to show the rule.
 		if in.Job, err = readJob(context.Background(), jr, pod, plan.NeedsJob); err != nil {
 			return plan, err
 		}
-		plan = decision.WithSecondTerminator(decision.Decide(in), in)
+		plan = decide(in)
 	}
 	plan.CRRs = decision.CRRStates(in)
 	plan.SecondTerminator = in.SecondTerminator
@@ -65,6 +64,7 @@ func (r *Reconciler) input(pod *corev1.Pod, now time.Time) (decision.Input, erro
 		}
 	}
 	in.CRRAPIGoneSince = r.crrAPIGoneSince(in.CRRAPI, now)
+	in.CRRAPIServedAt = r.crrAPIServedAt()
 	if in.CRRAPI {
 		crrs, err := r.read.CRRs(pod)
 		if err != nil {
@@ -77,8 +77,10 @@ func (r *Reconciler) input(pod *corev1.Pod, now time.Time) (decision.Input, erro
 	return in, nil
 }
 
-// memoryInput is input with what the reconciler remembers of the pod.
-func (r *Reconciler) memoryInput(pod *corev1.Pod, mem *podMemory, now time.Time) (decision.Input, error) {
+// observe is a sync's first step: the decision's input from the Reader's
+// caches and what the reconciler remembers of the pod. It changes nothing
+// (absorb remembers what it showed).
+func (r *Reconciler) observe(pod *corev1.Pod, mem *podMemory, now time.Time) (decision.Input, error) {
 	in, err := r.input(pod, now)
 	if err != nil {
 		return in, err
@@ -88,18 +90,16 @@ func (r *Reconciler) memoryInput(pod *corev1.Pod, mem *podMemory, now time.Time)
 		// the controller ran, which deletes every CRR), the remembered CRRs
 		// are given all the same: kruise-daemon may still be stopping a
 		// sidecar under one, and a swap must not land in that stop.
-		var cached []*kruisev1alpha1.ContainerRecreateRequest
-		if in.CRRAPI {
-			if cached, err = r.read.CRRs(pod); err != nil {
-				return in, fmt.Errorf("list CRRs of pod %s/%s: %w", pod.Namespace, pod.Name, err)
-			}
-		}
-		in.CRRs = append(in.CRRs, mem.rememberedCRRs(cached)...)
+		in.CRRs = append(in.CRRs, mem.rememberedCRRs(in.CRRs)...)
 	}
 	in.Refusals = mem.refusals()
+	in.RefusedCRRs = mem.refusedCRRList()
 	in.SwappedAt = mem.swapTimes()
 	in.SecondTerminator = mem.secondTerminator()
+	in.SecondTerminatorAwaited = mem.lookedForSecondAny(awaited)
+	in.SecondLooked = decision.SecondLook(mem.secondLooks())
 	in.KruiseTerminatorSeen = r.kruiseSeen.Load()
 	in.Job = mem.job()
+	in.WatchedSince = mem.watchedSince()
 	return in, nil
 }

@@ -90,7 +90,11 @@ func TestACorrectionIsDecidedAgainOnTheLivePod(t *testing.T) {
 				cached.Annotations = nil
 			}
 			f := newFixture(cached)
-			w := &correctionWorld{world: f.w, livePod: tc.live, liveErr: tc.err}
+			live := tc.live
+			if tc.early && live == pod {
+				live = cached // the live pod is the cache's, as cached
+			}
+			w := &correctionWorld{world: f.w, livePod: live, liveErr: tc.err}
 			f.rec = reconciler.New(reconciler.DefaultConfig(), f.w, w, f.ev, f.metrics, f.clock)
 			f.w.crrs = []*kruisev1alpha1.ContainerRecreateRequest{failed}
 			if !tc.early {
@@ -98,7 +102,7 @@ func TestACorrectionIsDecidedAgainOnTheLivePod(t *testing.T) {
 			}
 			_, err := f.rec.Sync(context.Background(), cache.ObjectName{Namespace: "default", Name: "p"})
 			if tc.fails {
-				if err == nil || !strings.Contains(err.Error(), "live before correcting a kill") {
+				if err == nil || !strings.Contains(err.Error(), "read live what the plan") {
 					t.Fatalf("Sync: %v, want the failed live read", err)
 				}
 			} else if err != nil {

@@ -13,33 +13,37 @@ import (
 )
 
 // podMemory is what the reconciler remembers of one pod between syncs: the
-// writes the cache has not shown, the refusals, the CRRs seen. Losing it (a
-// restart, a new leader) is safe only as far as the objects carry the stop
-// window (decision/window.go): every CRR outlives its window and a retry is
-// recorded on the pod, so a new leader sees every stop that may be under way,
-// unless a third party deleted a first attempt's CRR inside its window.
-// Its fields are read and written here only, by the methods below,
-// named for the moments of a sync:
+// writes the cache has not shown, the refusals, the CRRs seen. It is a
+// cache of what this replica saw and did, never the only evidence of a stop:
+// the objects carry the stop window (decision/window.go), and what the
+// memory cannot vouch for the plan confirms live (decision/confirm.go). A
+// new leader's empty memory sees what the cluster shows; docs/design.md
+// says what that leaves outside the contract.
+//
+// Its fields are read and written here only, by the methods below; the
+// reconciler changes it in absorb alone (absorb.go), and reads it in observe
+// (plan.go) and apply. The methods, by the moments of a sync:
 //
 //   - made: newPodMemory, when a pod is first synced or replaced by another
 //     of the same name (isFor); it is cleared by dropping it (Reconciler.forget,
 //     when the pod is gone or ignored outright);
-//   - before deciding: the writes still unseen (pendingWrites, waitedFor,
-//     cacheCaughtUp, stillUnseen) and the stale view (staleViewAt,
-//     staleViewGone);
-//   - what the decision reads: rememberedCRRs, refusals, swapTimes,
-//     secondTerminator (Reconciler.memoryInput);
-//   - a write: expect before it is sent, unexpect when it failed, wrote when
-//     it was accepted, refusedWrite when it was refused, staleOn when it was
-//     refused as stale; sentThisSync for a later pass of the same sync;
+//   - the cache's progress: the writes still unseen (pendingWrites,
+//     waitedFor, cacheCaughtUp, stillUnseen) and the stale view
+//     (staleViewAt, staleViewGone, staleOn);
+//   - what the decision reads: rememberedCRRs, refusals, refusedCRRList,
+//     swapTimes, secondTerminator, secondLooks, job, watchedSince
+//     (Reconciler.observe);
+//   - a write's answer: expect and wrote when it was accepted, refusedWrite
+//     when it was refused; sentThisSync for a later round of the same sync;
 //   - a seen CRR: seeCRR, madeCRR, liveCRRSeen, and the reads hasCRRs,
-//     knowsCRR, crr, refusedEarlierStages, deletedEarlierStages;
+//     knowsCRR, crr;
 //   - the record of a decision: firstWarning, firstFailedKill, swapped,
-//     waiting/waitingSinceTime,
-//     lookForSecond, secondFound, noteSecond, and the tracked flag
-//     (isTracked/setTracked).
+//     waiting/waitingSinceTime, lookForSecond, secondFound, noteSecond,
+//     readJob, and the tracked flag (isTracked/setTracked).
 type podMemory struct {
-	uid     types.UID
+	uid types.UID
+	// born is when this memory of the pod began (decision.Input.WatchedSince).
+	born    time.Time
 	pending []expectation
 	since   time.Time // when pending was raised
 	warned  map[string]bool
@@ -67,11 +71,11 @@ type podMemory struct {
 	staleView string
 	staleAt   time.Time
 	// crrs: the pod's CRRs as last seen (in the cache or live), and when
-	// this controller deleted some of them (crrmemory.go).
+	// this controller deleted some of them (confirm.go reads them).
 	crrs        map[string]decision.CRR
 	deletedCRRs map[string]time.Time
 	// refusedCRRs: CRR creates of this controller that were refused (or got
-	// no answer and were not found made), by name (crrmemory.go).
+	// no answer and were not found made), by name (decision.Input.RefusedCRRs).
 	refusedCRRs map[string]decision.Action
 }
 
@@ -121,23 +125,23 @@ func (m *podMemory) crrRefused(a decision.Action) {
 	m.refusedCRRs[a.CRRName] = a
 }
 
-// rememberedCRRs are the remembered CRRs the cache does not show: as last
-// seen, or finished when this controller deleted them. A CRR the cache
-// shows is the cache's (newer) copy, even one deleted and made again.
-func (m *podMemory) rememberedCRRs(cached []*kruisev1alpha1.ContainerRecreateRequest) []decision.CRR {
+// rememberedCRRs are the remembered CRRs the cache does not show (cached:
+// the CRRs it shows): as last seen, or finished when this controller deleted
+// them. A CRR the cache shows is the cache's (newer) copy, even one deleted
+// and made again.
+func (m *podMemory) rememberedCRRs(cached []decision.CRR) []decision.CRR {
 	var out []decision.CRR
 	for _, name := range slices.Sorted(maps.Keys(m.crrs)) {
-		seen := false
-		for _, k := range cached {
-			seen = seen || k.Name == name
-		}
-		if seen {
+		if slices.ContainsFunc(cached, func(k decision.CRR) bool { return k.Name == name }) {
 			continue
 		}
 		c := m.crrs[name]
 		c.Unseen = true
-		if at, ok := m.deletedCRRs[name]; ok && !c.Finished() {
-			c.Phase, c.Completed, c.Message = "Completed", at, "deleted by this controller"
+		if at, ok := m.deletedCRRs[name]; ok {
+			c.Deleted = true
+			if !c.Finished() {
+				c.Phase, c.Completed, c.Message = "Completed", at, "deleted by this controller"
+			}
 		}
 		out = append(out, c)
 	}
@@ -204,21 +208,14 @@ func (m *podMemory) expect(a decision.Action, now func() time.Time) {
 	m.pending = append(m.pending, expectation{action: a})
 }
 
-// unexpect forgets a write that failed.
-func (m *podMemory) unexpect(a decision.Action) {
-	for i, e := range m.pending {
-		if e.action.Kind == a.Kind && e.action.CRRName == a.CRRName {
-			m.pending = append(m.pending[:i], m.pending[i+1:]...)
-			return
-		}
-	}
-}
-
 // newPodMemory is the memory of a pod first synced (or replaced by another
 // of the same name).
-func newPodMemory(uid types.UID) *podMemory {
-	return &podMemory{uid: uid, warned: map[string]bool{}, failed: map[string]bool{}}
+func newPodMemory(uid types.UID, now time.Time) *podMemory {
+	return &podMemory{uid: uid, born: now, warned: map[string]bool{}, failed: map[string]bool{}}
 }
+
+// watchedSince is when this memory of the pod began.
+func (m *podMemory) watchedSince() time.Time { return m.born }
 
 // isFor reports whether this is the memory of the pod with this uid.
 func (m *podMemory) isFor(uid types.UID) bool { return m.uid == uid }
@@ -303,41 +300,23 @@ func (m *podMemory) knowsCRR(name string) bool {
 func (m *podMemory) crr(name string) decision.CRR { return m.crrs[name] }
 
 // liveCRRSeen remembers a CRR read live: seen, and no longer taken for one
-// this controller deleted.
+// this controller deleted, or whose create was refused.
 func (m *podMemory) liveCRRSeen(c decision.CRR) {
 	delete(m.deletedCRRs, c.Name)
 	m.seeCRR(c)
+	// A refused create of it (one that got no answer) was applied after all.
+	delete(m.refusedCRRs, c.Name)
+	if r, ok := m.refused[decision.ActionCreateCRR]; ok && r.CRRName == c.Name {
+		delete(m.refused, decision.ActionCreateCRR)
+	}
 }
 
-// refusedEarlierStages are the creates of stages before stage that this
-// controller was refused and whose CRRs it knows of no other way.
-func (m *podMemory) refusedEarlierStages(stage int) []decision.Action {
+// refusedCRRList is the CRR creates of this controller that were refused,
+// by name, for the decision (decision.Input.RefusedCRRs).
+func (m *podMemory) refusedCRRList() []decision.Action {
 	var out []decision.Action
 	for _, name := range slices.Sorted(maps.Keys(m.refusedCRRs)) {
-		a := m.refusedCRRs[name]
-		if _, known := m.crrs[name]; known || a.Stage >= stage {
-			continue
-		}
-		out = append(out, a)
-	}
-	return out
-}
-
-// hasRefusedCRRs and hasDeletedCRRs say whether any CRR create was refused,
-// or any CRR deleted, by this controller.
-func (m *podMemory) hasRefusedCRRs() bool { return len(m.refusedCRRs) > 0 }
-func (m *podMemory) hasDeletedCRRs() bool { return len(m.deletedCRRs) > 0 }
-
-// deletedEarlierStages names the CRRs of stages before stage that this
-// controller deleted, in order, whatever the cache shows.
-func (m *podMemory) deletedEarlierStages(stage int) []string {
-	var out []string
-	for _, name := range slices.Sorted(maps.Keys(m.crrs)) {
-		_, deleted := m.deletedCRRs[name]
-		if c := m.crrs[name]; !deleted || c.Stage >= stage {
-			continue
-		}
-		out = append(out, name)
+		out = append(out, m.refusedCRRs[name])
 	}
 	return out
 }
@@ -370,12 +349,11 @@ func (m *podMemory) firstFailedKill(container string) bool {
 func (m *podMemory) waiting(since time.Time)     { m.waitingSince = since }
 func (m *podMemory) waitingSinceTime() time.Time { return m.waitingSince }
 
-// lookedForSecond reports whether kruise's CRR was looked for for all of
-// why, lookedForSecondAny for any of it; lookForSecond records a look for
-// why.
-func (m *podMemory) lookedForSecond(why int) bool    { return m.secondLooked&why == why }
+// lookedForSecondAny reports whether kruise's CRR was looked for for any
+// of why; lookForSecond records a look for why, secondLooks the looks made.
 func (m *podMemory) lookedForSecondAny(why int) bool { return m.secondLooked&why != 0 }
 func (m *podMemory) lookForSecond(why int)           { m.secondLooked |= why }
+func (m *podMemory) secondLooks() int                { return m.secondLooked &^ awaited }
 
 // secondTerminator is OpenKruise's SidecarTerminator's CRR for the pod, once
 // found (nil until then); secondFound remembers it.

@@ -7,14 +7,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
 	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
 )
 
@@ -80,6 +78,8 @@ type Reconciler struct {
 	// crrAPILost: when this reconciler first found the CRR API not served
 	// since it last found it served (Unix nanoseconds; 0 while served).
 	crrAPILost atomic.Int64
+	// crrAPIServed: when it last found the CRR API served (Unix nanoseconds).
+	crrAPIServed atomic.Int64
 	// jobs: what was read of pods' owning Jobs (jobverdict.go).
 	jobs jobPolicies
 }
@@ -98,14 +98,24 @@ func New(cfg Config, r Reader, w Writer, events Recorder, metrics *Metrics, clk 
 // Sync brings one pod closer to done. It returns when to look again even if
 // nothing changes (zero for never), or an error to retry with backoff.
 //
-// One sync observes the pod, its CRRs and its memory (podmemory.go) as one
-// decision.Input, decides, confirms live what the plan may have missed
-// (seeUnseenCRR), acts on it, and the memory absorbs each write's answer
-// (docs/design.md, "One sync").
+// One sync has one shape (docs/design.md, "One sync"):
+//
+//  1. observe: the pod and its CRRs from the cache and what is remembered of
+//     them, as one decision.Input (plan.go, observe);
+//  2. decide (decision.Decide);
+//  3. confirm: what the plan names as assumed (Plan.Confirm) is read live in
+//     one step, and the pod decided once more (confirm.go);
+//  4. apply: the plan's writes, each answer returned as a value (apply.go);
+//  5. absorb: the decision and the answers into the pod's memory, the only
+//     place it changes, with the events, metrics and log lines (absorb.go).
+//
+// A refused write is decided on at once: the sync goes round again from
+// observe, with the refusal remembered, so a refused CRR turns into an image
+// swap (or a backoff, whose wait the next plan returns) in the same sync.
+// The decision never plans a write whose refusal's backoff is running, so
+// each round refuses a different kind of write, and the rounds end.
 func (r *Reconciler) Sync(ctx context.Context, key cache.ObjectName) (time.Duration, error) {
 	logger := klog.FromContext(ctx).WithValues("pod", key.String())
-	// Read: the pod from the cache, and what is remembered of it; wait while
-	// the cache has not shown an earlier write.
 	pod, err := r.read.Pod(key.Namespace, key.Name)
 	if apierrors.IsNotFound(err) {
 		r.forget(key)
@@ -116,35 +126,47 @@ func (r *Reconciler) Sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	}
 	mem := r.memory(key, pod.UID)
 	now := r.clock.Now()
-	if wait, ok, err := r.awaitCache(ctx, logger, pod, mem, now); err != nil || !ok {
-		return wait, err
+	// Wait while the cache has not shown an earlier write; one overdue is
+	// checked live (expect.go).
+	wait, gate, ok := r.awaitCache(logger, pod, mem, now)
+	if !ok {
+		return wait, nil
 	}
-	if err := r.noteCRRs(pod, mem); err != nil {
-		return 0, err
-	}
-
-	// A refused write is remembered and the pod decided again at once, so a
-	// refused CRR turns into an image swap (or a backoff, whose wait the
-	// next plan returns) in the same sync. The decision never plans a write
-	// whose refusal's backoff is running, so each pass refuses a different
-	// kind of write, and the passes end.
+	var live liveReads // what this sync read from the API server
 	for pass := 0; ; pass++ {
-		var plan decision.Plan
-		if pod, plan, err = r.decide(ctx, pod, mem, now, pass); err != nil {
-			return 0, err
-		}
-		r.record(logger, key, pod, mem, plan, now)
-		refused, err := r.actOn(ctx, logger, pod, mem, plan, pass)
+		observed, err := r.observe(pod, mem, now)
 		if err != nil {
 			return 0, err
 		}
-		if refused && pass < len(refusalKinds) {
-			continue
+		live.into(&observed)
+		if pass == 0 {
+			observed.Overdue = gate.overdue
 		}
-		if refused {
-			// Passes capped: only a retry backoff shorter than the sync itself
-			// (--crr-retry-backoff=0) gets here. Zero would mean "never look
-			// again"; a second does not.
+		in, plan, got, lags, err := r.decideConfirmed(ctx, logger, observed, mem, gate, &live)
+		switch {
+		case err != nil:
+			return 0, err
+		case lags:
+			return r.requeueAfter(mem, 0, now), nil
+		}
+		pod = in.Pod
+		var results []result
+		if plan.Confirm.Empty() {
+			results = r.apply(ctx, pod, mem, plan, pass)
+		}
+		live.wrote(results)
+		again, err := r.absorb(logger, key, in, mem, gate, plan, got, results)
+		gate = cacheGate{}
+		if err != nil {
+			return 0, err
+		}
+		switch {
+		case again && pass < len(refusalKinds):
+			continue
+		case again:
+			// Rounds capped: only a retry backoff shorter than the sync
+			// itself (--crr-retry-backoff=0) gets here. Zero would mean
+			// "never look again"; a second does not.
 			return max(r.cfg.Policy.RetryBackoff, time.Second), nil
 		}
 		if plan.Verdict == decision.VerdictIgnored {
@@ -154,260 +176,33 @@ func (r *Reconciler) Sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	}
 }
 
-// decide plans the pod's next step from the pod and its memory. On a
-// sync's first pass a correction is decided again on the live pod; a CRR in
-// the way of one the plan makes, which the decision was not given, is read
-// live and the pod decided again with it.
-func (r *Reconciler) decide(ctx context.Context, pod *corev1.Pod, mem *podMemory, now time.Time, pass int) (*corev1.Pod, decision.Plan, error) {
-	plan, err := r.plan(pod, mem, now)
+// decideConfirmed is steps 2 and 3: it decides, and where the plan names
+// what it assumed, reads that live and decides once more on it. lags: every
+// overdue write was found in effect, so the cache only lags and the pod is
+// not decided on it now (absorbed already). A failed read is an error, with
+// what was read absorbed.
+func (r *Reconciler) decideConfirmed(ctx context.Context, logger klog.Logger, in decision.Input, mem *podMemory, gate cacheGate, live *liveReads) (decision.Input, decision.Plan, confirmed, bool, error) {
+	plan := decide(in)
+	if plan.Confirm.Empty() {
+		return in, plan, confirmed{}, false, nil
+	}
+	in, got, err := r.confirm(ctx, in, plan.Confirm)
 	if err != nil {
-		return pod, plan, err
+		r.absorbSeen(mem, in, got)
+		return in, plan, got, false, err
 	}
-	if plan, err = r.withJob(ctx, pod, mem, now, plan); err != nil {
-		return pod, plan, err
+	live.add(in)
+	if len(in.Overdue) > 0 && r.cacheLags(logger, in, mem, gate, got) {
+		return in, plan, got, true, nil
 	}
-	if pass == 0 {
-		if pod, plan, err = r.recheckCorrection(ctx, pod, mem, plan, now); err != nil {
-			return pod, plan, err
-		}
+	if got.gone != "" {
+		return in, decision.Plan{Verdict: decision.VerdictIgnored, Reason: got.gone}, got, false, nil
 	}
-	if found, err := r.seeUnseenCRR(ctx, pod, mem, plan); err != nil {
-		return pod, plan, err
-	} else if found {
-		if plan, err = r.plan(pod, mem, now); err != nil {
-			return pod, plan, err
-		}
-	}
-	return pod, plan, nil
+	return in, decide(in), got, false, nil
 }
 
-// record makes the decision visible and remembered before any write: the
-// swaps found made, the metrics and the pods-tracked gauge, the pod's wait,
-// the Warnings and the log line, a second terminator. It writes nothing to
-// the API: every write is an action (act).
-func (r *Reconciler) record(logger klog.Logger, key cache.ObjectName, pod *corev1.Pod, mem *podMemory, plan decision.Plan, now time.Time) {
-	for _, c := range plan.SwapsUnseen {
-		since := plan.SwapsSince
-		if since.IsZero() {
-			since = now
-		}
-		mem.swapped(c, since)
-	}
-	r.metrics.Decisions.WithLabelValues(string(plan.Verdict)).Inc()
-	r.track(key, plan.Verdict)
-	r.noteWaiting(mem, plan)
-	r.report(logger, pod, mem, plan)
-	r.noteSecondTerminator(logger, mem, plan)
-}
-
-// actOn carries out the plan's actions in order, up to the first refused
-// one (refused true); an action sent in an earlier pass of this sync is not
-// sent again.
-func (r *Reconciler) actOn(ctx context.Context, logger klog.Logger, pod *corev1.Pod, mem *podMemory, plan decision.Plan, pass int) (refused bool, _ error) {
-	for _, action := range plan.Actions {
-		if pass > 0 && mem.sentThisSync(action) {
-			// Sent in an earlier pass: the cache cannot show it yet.
-			continue
-		}
-		refused, err := r.act(ctx, logger, pod, mem, plan, action)
-		if err != nil || refused {
-			return refused, err
-		}
-	}
-	return false, nil
-}
-
-func (r *Reconciler) plan(pod *corev1.Pod, mem *podMemory, now time.Time) (decision.Plan, error) {
-	in, err := r.memoryInput(pod, mem, now)
-	if err != nil {
-		return decision.Plan{}, err
-	}
-	plan := decision.Decide(in)
-	if in2, ok := r.lookForSecondTerminator(pod, mem, in, plan); ok {
-		plan = decision.WithSecondTerminator(decision.Decide(in2), in2)
-	}
-	return plan, nil
-}
-
-// report turns the plan's problems into Warning events (once per pod and
-// message) and logs the decision.
-func (r *Reconciler) report(logger klog.Logger, pod *corev1.Pod, mem *podMemory, plan decision.Plan) {
-	for _, p := range plan.Problems {
-		// Bounded here too, whoever built the message: it is the dedup key,
-		// client-go's event cache key and a log line.
-		msg := decision.BoundMessage(p.Message)
-		if !mem.firstWarning(p.Reason + "\x00" + msg) {
-			continue
-		}
-		r.events.Event(pod, corev1.EventTypeWarning, p.Reason, msg)
-		r.metrics.Warnings.WithLabelValues(p.Reason).Inc()
-		logger.Info("Warning", "reason", p.Reason, "message", msg)
-	}
-	for _, c := range plan.FailedKills {
-		if mem.firstFailedKill(c) {
-			r.metrics.FailedKills.WithLabelValues(string(decision.ActionCreateCRR)).Inc()
-		}
-	}
-	v := 4
-	switch plan.Verdict {
-	case decision.VerdictAct, decision.VerdictNoPath, decision.VerdictNoMain:
-		v = 0
-	case decision.VerdictDone, decision.VerdictInProgress:
-		v = 2
-	}
-	logger.V(v).Info("Decision", "verdict", plan.Verdict, "reason", plan.Reason, "actions", len(plan.Actions))
-}
-
-// act carries out one action: raise the expectation, write, and record. A
-// refused write is remembered for the decision (refused true) rather than
-// returned as an error: retrying it blindly is what the decision is for.
-func (r *Reconciler) act(ctx context.Context, logger klog.Logger, pod *corev1.Pod, mem *podMemory, plan decision.Plan, a decision.Action) (refused bool, _ error) {
-	method := string(a.Kind)
-	if a.Kind == decision.ActionRecordAttempt && a.Began.IsZero() {
-		// The record of the create just made: it began when the create was
-		// answered, no earlier than kruise's creation time.
-		a.Began = r.clock.Now()
-		if name := decision.StageCRRName(pod, a.Stage, a.Attempt); mem.knowsCRR(name) {
-			a.Began = mem.crr(name).Created
-		}
-	}
-	mem.expect(a, r.clock.Now)
-	err := r.send(ctx, pod, a)
-	result := ResultSuccess
-	switch {
-	case err == nil:
-	case a.Kind == decision.ActionCreateCRR && apierrors.IsAlreadyExists(err):
-		// Made by an earlier run of this controller: the work is done.
-		result, err = ResultAlreadyDone, nil
-	case r.createdAfterAll(ctx, pod, a, err):
-		result, err = ResultAlreadyDone, nil
-	}
-	stillThere := false
-	if err != nil && a.Kind == decision.ActionDeleteCRR && noAnswer(err) {
-		var gone bool
-		if gone, stillThere = r.deletedAfterAll(ctx, pod, a); gone {
-			result, err = ResultAlreadyDone, nil
-		}
-	}
-	if err != nil {
-		mem.unexpect(a)
-		what, refusal := classify(err, a)
-		if stillThere {
-			// The API server shows the CRR: the delete was not applied, and
-			// the next stage's CRR must not be made beside it.
-			refusal.MaybeApplied = false
-		}
-		if what == outcomeStale {
-			// The pod moved on: decide again on fresh state, once the cache
-			// shows it (awaitCache).
-			r.staleWrite(pod, mem, r.clock.Now())
-			r.metrics.Actions.WithLabelValues(method, ResultStale).Inc()
-			logger.Info("Action failed", "method", method, "containers", a.Containers, "err", boundedMessage(err.Error()))
-			return false, fmt.Errorf("%s for pod %s/%s: %w", method, pod.Namespace, pod.Name, err)
-		}
-		refusal = mem.refusedWrite(a, refusal, r.clock.Now)
-		class := "transient"
-		if refusal.Permanent {
-			class = "permanent"
-		}
-		r.metrics.Actions.WithLabelValues(method, ResultError).Inc()
-		r.metrics.Refusals.WithLabelValues(method, class).Inc()
-		logger.Info("Write refused", "method", method, "containers", a.Containers, "crr", a.CRRName, "class", class,
-			"code", refusal.Code, "reason", refusal.Reason, "message", refusal.Message, "count", refusal.Count)
-		if a.Kind == decision.ActionCreateCRR && apierrors.IsNotFound(err) {
-			r.crrAPIGone(logger)
-		}
-		return true, nil
-	}
-	var made *kruisev1alpha1.ContainerRecreateRequest
-	if a.Kind == decision.ActionCreateCRR {
-		made = r.newCRR(pod, a)
-	}
-	mem.wrote(a, made, r.clock.Now)
-	r.metrics.Actions.WithLabelValues(method, result).Inc()
-	if result == ResultSuccess {
-		if !plan.MainsDoneAt.IsZero() {
-			r.metrics.Latency.WithLabelValues(method).Observe(r.clock.Since(plan.MainsDoneAt).Seconds())
-		}
-		r.events.Event(pod, corev1.EventTypeNormal, ReasonTerminated, describe(a))
-	}
-	logger.Info("Action", "method", method, "containers", a.Containers, "result", result, "crr", a.CRRName)
-	return false, nil
-}
-
-func (r *Reconciler) send(ctx context.Context, pod *corev1.Pod, a decision.Action) error {
-	switch a.Kind {
-	case decision.ActionCreateCRR:
-		return r.write.CreateCRR(ctx, r.newCRR(pod, a), a.ReadPodFirst)
-	case decision.ActionRecordAttempt:
-		// A compare-and-swap on the record the decision read: a replica
-		// whose view is older never moves it back (decision/window.go).
-		// The cache keeps only our annotations, so a pod that shows none may
-		// have others: the key is added to the map first, and the map itself
-		// only if the pod has none at all.
-		value := decision.AttemptRecord(a.Stage, a.Attempt, a.Began)
-		patch, err := annotationPatch(pod, decision.AnnotationCRRAttempts, value, false)
-		if err != nil {
-			return err
-		}
-		err = r.write.PatchPod(ctx, pod.Namespace, pod.Name, patch)
-		if err == nil || len(pod.Annotations) > 0 || !testOpFailed(err) {
-			return err
-		}
-		if patch, err = annotationPatch(pod, decision.AnnotationCRRAttempts, value, true); err != nil {
-			return err
-		}
-		return r.write.PatchPod(ctx, pod.Namespace, pod.Name, patch)
-	case decision.ActionDeleteCRR:
-		return r.write.DeleteCRR(ctx, pod.Namespace, a.CRRName)
-	case decision.ActionSwapImage:
-		patch, err := swapPatch(pod, a.Swaps, a.StageMark)
-		if err != nil {
-			return err
-		}
-		return r.write.PatchPod(ctx, pod.Namespace, pod.Name, patch)
-	case decision.ActionSettlePhase:
-		now := r.clock.Now()
-		patch, err := settlePatch(pod, a.Phase, now)
-		if err != nil {
-			return err
-		}
-		if err := r.write.PatchPodStatus(ctx, pod.Namespace, pod.Name, patch); err != nil {
-			return err
-		}
-		// A status change alone does not make the kubelet sync the pod, and
-		// until it does, its status manager writes its own cached phase
-		// (Running) back every 10 s. A change to the pod's metadata makes it
-		// sync at once: it then sees the terminal phase, keeps it, and stops
-		// the remaining containers itself.
-		return r.write.AnnotatePod(ctx, pod.Namespace, pod.Name, pod.UID, AnnotationSettled, now.UTC().Format(time.RFC3339Nano))
-	}
-	return fmt.Errorf("unknown action %q", a.Kind)
-}
-
-func describe(a decision.Action) string {
-	switch a.Kind {
-	case decision.ActionCreateCRR:
-		return fmt.Sprintf("Stopping sidecars %v: created ContainerRecreateRequest %s (attempt %d); kruise-daemon stops them", a.Containers, a.CRRName, a.Attempt)
-	case decision.ActionDeleteCRR:
-		return fmt.Sprintf("Deleted ContainerRecreateRequest %s of stop-order stage %d (for %v), whose turn is over, so that kruise-daemon takes up the next stage's", a.CRRName, a.Stage, a.Containers)
-	case decision.ActionRecordAttempt:
-		return fmt.Sprintf("Recorded ContainerRecreateRequest attempt %d of stop-order stage %d, begun at %s, on the pod (%s), so that the count and the attempt's stop window outlive its CRR",
-			a.Attempt, a.Stage, a.Began.UTC().Format(time.RFC3339), decision.AnnotationCRRAttempts)
-	case decision.ActionSwapImage:
-		if a.JobRule != "" {
-			return fmt.Sprintf("Stopping sidecars %v by swapping their image for the quick-exit image %s, not by a ContainerRecreateRequest: %s; the quick-exit image exits 0, which no rule reads", a.Containers, a.Swaps[0].To, a.JobRule)
-		}
-		return fmt.Sprintf("Stopping sidecars %v: swapped their image for the quick-exit image %s", a.Containers, a.Swaps[0].To)
-	case decision.ActionSettlePhase:
-		if a.JobRule != "" {
-			return fmt.Sprintf("Settled the pod's phase to %s (condition %s) from its main containers before stopping sidecars %v: %s", a.Phase, decision.ConditionSidecarTerminated, a.Containers, a.JobRule)
-		}
-		if a.LeftRunning {
-			return fmt.Sprintf("Settled the pod's phase to %s (condition %s) from its main containers; the node cannot stop sidecars %v, which run on until the pod is deleted", a.Phase, decision.ConditionSidecarTerminated, a.Containers)
-		}
-		fallthrough
-	default:
-		return fmt.Sprintf("Settled the pod's phase to %s (condition %s) before stopping ignore-exit-code sidecars %v", a.Phase, decision.ConditionSidecarTerminated, a.Containers)
-	}
+// decide is the decision on one input, with the Warning about OpenKruise's
+// own SidecarTerminator where its CRR was found.
+func decide(in decision.Input) decision.Plan {
+	return decision.WithSecondTerminator(decision.Decide(in), in)
 }

@@ -133,4 +133,4 @@ func boundedMessage(s string) string {
 
 // refusalKinds orders the remembered refusals, so the decision's input (and
 // the simulator's trace) never depends on map order.
-var refusalKinds = []decision.ActionKind{decision.ActionCreateCRR, decision.ActionSwapImage, decision.ActionSettlePhase, decision.ActionDeleteCRR, decision.ActionRecordAttempt}
+var refusalKinds = []decision.ActionKind{decision.ActionCreateCRR, decision.ActionSwapImage, decision.ActionSettlePhase, decision.ActionDeleteCRR, decision.ActionRecordAttempt, decision.ActionRecordAPIGone}

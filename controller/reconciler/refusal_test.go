@@ -78,6 +78,9 @@ func (w *world) PatchPod(_ context.Context, _, _ string, patch []byte) error {
 		// The attempt record: a compare-and-swap of one annotation.
 		return w.answer("annotate " + decision.AnnotationCRRAttempts)
 	}
+	if strings.Contains(string(patch), "sidecar-terminator.io~1crr-api-gone-at") || strings.Contains(string(patch), `"`+decision.AnnotationCRRAPIGone+`"`) {
+		return w.answer("annotate " + decision.AnnotationCRRAPIGone)
+	}
 	return w.answer("swap")
 }
 func (w *world) PatchPodStatus(context.Context, string, string, []byte) error {
@@ -511,7 +514,8 @@ func (f *fixture) creates() int {
 // With --crr-retry-backoff=0 a refused CRR may be sent again at once, so
 // the refusals no longer end a sync's passes by themselves: the passes are
 // capped (the first, and one per kind of write whose refusal is remembered:
-// CRR, swap, settle, delete, the attempt record, so six), the pod is looked at again soon, not
+// CRR, swap, settle, delete, the attempt record, the record of the CRR API's
+// loss, so seven), the pod is looked at again soon, not
 // never, and the refusals still end in a give-up Warning.
 func TestRefusalPassesAreCappedPerSync(t *testing.T) {
 	cfg := reconciler.DefaultConfig()
@@ -522,8 +526,8 @@ func TestRefusalPassesAreCappedPerSync(t *testing.T) {
 		f.w.answers[crr] = append(f.w.answers[crr], kruisetest.WebhookDown())
 	}
 	after := f.sync(t)
-	if got := f.creates(); got != 6 {
-		t.Fatalf("one sync sent %d refused creates, want 6 (the first pass and one per refusal kind)", got)
+	if got := f.creates(); got != 7 {
+		t.Fatalf("one sync sent %d refused creates, want 7 (the first pass and one per refusal kind)", got)
 	}
 	if after <= 0 {
 		t.Fatalf("after the capped passes: requeue %s, want a later look (a zero backoff must not mean never)", after)

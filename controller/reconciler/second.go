@@ -21,60 +21,10 @@ type SecondTerminatorReader interface {
 	KruiseTerminatorCRR(pod *corev1.Pod) (*kruisev1alpha1.ContainerRecreateRequest, error)
 }
 
-// Why the reconciler looks for kruise's CRR; each at most once per pod.
-const (
-	lookPending = 1 << iota // one of our CRRs waits behind another of the pod
-	lookWait                // kruise's terminator was seen; a first CRR waits for its CRR
-	lookWaitEnd             // that wait is over, whatever the plan now
-	lookCreate              // kruise's terminator was seen; a first CRR is due
-	awaited                 // not a look: the pod has waited for kruise's CRR
-)
-
-// lookForSecondTerminator reads kruise's CRR for the pod when a signal says
-// it may exist, remembers what it found, and returns the input with it. ok
-// is false when nothing new was learnt.
-func (r *Reconciler) lookForSecondTerminator(pod *corev1.Pod, mem *podMemory, in decision.Input, plan decision.Plan) (decision.Input, bool) {
-	read, can := r.read.(SecondTerminatorReader)
-	if !can || !in.CRRAPI || in.SecondTerminator != nil {
-		return in, false
-	}
-	why := 0
-	switch {
-	case decision.SuspectSecondTerminator(in):
-		why = lookPending
-	case plan.AwaitsSecondTerminator:
-		// Kruise makes its CRR the moment it sees the mains done: looking
-		// now finds it before it has stopped anything. Once more when the
-		// wait is over: its kill may be over by then, but it is said.
-		mem.lookForSecond(awaited)
-		why = lookWait
-	case mem.lookedForSecondAny(awaited):
-		why = lookWaitEnd
-	case in.KruiseTerminatorSeen && createsFirstCRR(plan):
-		why = lookCreate
-	}
-	if why == 0 || mem.lookedForSecond(why) {
-		return in, false
-	}
-	mem.lookForSecond(why)
-	crr, err := read.KruiseTerminatorCRR(pod)
-	if err != nil || crr == nil {
-		// Not found, or not readable now: the pod is decided as without it.
-		return in, false
-	}
-	mem.secondFound(secondFacts(crr))
-	in.SecondTerminator = mem.secondTerminator()
-	return in, true
-}
-
-func createsFirstCRR(plan decision.Plan) bool {
-	for _, a := range plan.Actions {
-		if a.Kind == decision.ActionCreateCRR && a.Attempt == 1 {
-			return true
-		}
-	}
-	return false
-}
+// awaited is the pod's memory that a first CRR of the pod waited for
+// kruise's CRR (decision.Input.SecondTerminatorAwaited), kept beside the
+// looks made (decision.SecondLook), above their bits.
+const awaited = 1 << 16
 
 func secondFacts(c *kruisev1alpha1.ContainerRecreateRequest) *decision.SecondTerminator {
 	st := &decision.SecondTerminator{CRR: c.Name, Phase: string(c.Status.Phase), Created: c.CreationTimestamp.Time}

@@ -113,8 +113,9 @@ func TestARefusalPassDoesNotResendAnAcceptedCRR(t *testing.T) {
 	}
 }
 
-// A CRR create gets no answer (a timeout) but was applied: the API server
-// says so, and the CRR counts as made. It is not sent again, and the next
+// A CRR create gets no answer (a timeout) but was applied: before the pod's
+// next write that assumes it absent (the retry's attempt 2), the API server
+// is asked (Plan.Confirm), and the CRR counts as made. It is not sent again, and the next
 // sync, whose cache does not show it yet, waits for it rather than deciding
 // from a view without it (where a stop order would go on to the next
 // stage's CRR beside it).
@@ -125,7 +126,8 @@ func TestATimedOutCreateThatWasAppliedCountsAsMade(t *testing.T) {
 	name := decision.CRRName(pod, 1)
 	w.answers["crr "+name] = []error{apierrors.NewTimeoutError("no answer", 1)}
 	made := &kruisev1alpha1.ContainerRecreateRequest{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default",
-		Labels: map[string]string{reconciler.LabelManagedBy: reconciler.ManagedByValue, reconciler.LabelPodUID: string(pod.UID)}},
+		CreationTimestamp: metav1.NewTime(f.clock.Now()),
+		Labels:            map[string]string{reconciler.LabelManagedBy: reconciler.ManagedByValue, reconciler.LabelPodUID: string(pod.UID)}},
 		Spec: kruisev1alpha1.ContainerRecreateRequestSpec{PodName: pod.Name}}
 	w.live[name] = made
 	f.sync(t)
