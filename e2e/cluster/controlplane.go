@@ -279,12 +279,15 @@ func (c *ControlPlane) componentKubeconfig(name, user string, groups []string) (
 	return path, writeKubeconfig(path, c.Server, c.PKI.CAFile(), credentials{certFile: cert, keyFile: key})
 }
 
-func (c *ControlPlane) startControllerManager(ctx context.Context, bin string) error {
+// startControllerManager runs kube-controller-manager with the arguments
+// every cluster of the harness needs, then extra (the kwok cluster picks its
+// controllers and client limits), and waits until its controllers run.
+func (c *ControlPlane) startControllerManager(ctx context.Context, bin string, extra ...string) error {
 	kc, err := c.componentKubeconfig(KubeControllerManager, "system:kube-controller-manager", nil)
 	if err != nil {
 		return err
 	}
-	p, err := c.start(KubeControllerManager, bin, []string{
+	p, err := c.start(KubeControllerManager, bin, append([]string{
 		"--kubeconfig=" + kc,
 		"--leader-elect=false",
 		"--bind-address=127.0.0.1", "--secure-port=0",
@@ -298,10 +301,11 @@ func (c *ControlPlane) startControllerManager(ctx context.Context, bin string) e
 		// its bootstrap system:controller:* role, as in a real cluster; the
 		// KCM identity alone may not, e.g., untaint nodes or publish CAs.
 		"--use-service-account-credentials=true",
-	})
+	}, extra...))
 	if err != nil {
 		return err
 	}
+	c.hasKCM = true
 	cs, err := kubernetes.NewForConfig(c.RestConfig)
 	if err != nil {
 		return fmt.Errorf("admin client: %w", err)
@@ -316,16 +320,18 @@ func (c *ControlPlane) startControllerManager(ctx context.Context, bin string) e
 	})
 }
 
-func (c *ControlPlane) startScheduler(bin string) error {
+// startScheduler runs kube-scheduler, with extra arguments after the
+// harness's own (the kwok cluster raises its client limits).
+func (c *ControlPlane) startScheduler(bin string, extra ...string) error {
 	kc, err := c.componentKubeconfig(KubeScheduler, "system:kube-scheduler", nil)
 	if err != nil {
 		return err
 	}
-	_, err = c.start(KubeScheduler, bin, []string{
+	_, err = c.start(KubeScheduler, bin, append([]string{
 		"--kubeconfig=" + kc,
 		"--leader-elect=false",
 		"--bind-address=127.0.0.1", "--secure-port=0",
-	})
+	}, extra...))
 	return err
 }
 
