@@ -80,6 +80,8 @@ type Reconciler struct {
 	// crrAPILost: when this reconciler first found the CRR API not served
 	// since it last found it served (Unix nanoseconds; 0 while served).
 	crrAPILost atomic.Int64
+	// echoes: the writes whose echo the informer's handlers drop (echo.go).
+	echoes echoes
 }
 
 // New returns a reconciler. metrics may be nil.
@@ -322,6 +324,9 @@ func (r *Reconciler) act(ctx context.Context, logger klog.Logger, pod *corev1.Po
 		made = r.newCRR(pod, a)
 	}
 	mem.wrote(a, made, r.clock.Now)
+	if result == ResultSuccess {
+		r.echoes.expectEcho(pod, a, len(plan.Actions) == 1)
+	}
 	r.metrics.Actions.WithLabelValues(method, result).Inc()
 	if result == ResultSuccess {
 		if !plan.MainsDoneAt.IsZero() {
