@@ -50,8 +50,8 @@ type echo struct {
 	action decision.Action // ActionSwapImage or ActionCreateCRR
 }
 
-// expectEcho notes a write just answered with success, for the handlers to
-// recognise its echo. Only the write of a burst is noted: a swap or a CRR
+// expectEcho notes a write about to be sent, for the handlers to recognise
+// its echo (dropped again by unexpect when the write fails). Only the write of a burst is noted: a swap or a CRR
 // create that is its plan's only action (only, a plan's whole work), of a pod
 // with no stop order. A stop order's next stage is planned once the cache
 // shows this stage's write, by the echo's own sync (the simulator's
@@ -71,6 +71,11 @@ func (e *echoes) expectEcho(pod *corev1.Pod, a decision.Action, only bool) {
 		e.byPod = map[cache.ObjectName]echo{}
 	}
 	e.byPod[key] = echo{uid: pod.UID, action: a}
+}
+
+// unexpect drops the pod's note: the write failed, or made nothing new.
+func (e *echoes) unexpect(pod *corev1.Pod) {
+	e.forget(cache.ObjectName{Namespace: pod.Namespace, Name: pod.Name})
 }
 
 // forget drops the pod's note (the pod is forgotten).

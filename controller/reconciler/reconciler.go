@@ -272,6 +272,8 @@ func (r *Reconciler) act(ctx context.Context, logger klog.Logger, pod *corev1.Po
 		}
 	}
 	mem.expect(a, r.clock.Now)
+	// Noted before the send: the watch may bring the echo before the answer.
+	r.echoes.expectEcho(pod, a, len(plan.Actions) == 1)
 	err := r.send(ctx, pod, a)
 	result := ResultSuccess
 	switch {
@@ -288,6 +290,10 @@ func (r *Reconciler) act(ctx context.Context, logger klog.Logger, pod *corev1.Po
 		if gone, stillThere = r.deletedAfterAll(ctx, pod, a); gone {
 			result, err = ResultAlreadyDone, nil
 		}
+	}
+	if err != nil || result != ResultSuccess {
+		// No write of ours, or one made earlier: no echo of this send.
+		r.echoes.unexpect(pod)
 	}
 	if err != nil {
 		mem.unexpect(a)
@@ -324,9 +330,6 @@ func (r *Reconciler) act(ctx context.Context, logger klog.Logger, pod *corev1.Po
 		made = r.newCRR(pod, a)
 	}
 	mem.wrote(a, made, r.clock.Now)
-	if result == ResultSuccess {
-		r.echoes.expectEcho(pod, a, len(plan.Actions) == 1)
-	}
 	r.metrics.Actions.WithLabelValues(method, result).Inc()
 	if result == ResultSuccess {
 		if !plan.MainsDoneAt.IsZero() {
