@@ -51,18 +51,19 @@ type echo struct {
 }
 
 // expectEcho notes a write about to be sent, for the handlers to recognise
-// its echo (dropped again by unexpect when the write fails). Only the write of a burst is noted: a swap or a CRR
-// create that is its plan's only action (only, a plan's whole work), of a pod
-// with no stop order. A stop order's next stage is planned once the cache
-// shows this stage's write, by the echo's own sync (the simulator's
-// stop-order scenarios drop it otherwise, and the next stage waits for the
-// expectation's timeout). Any other write, or a second one before the
+// its echo (dropped again by unexpect when the write fails). Only the write
+// of a burst is noted: a swap or a CRR create on the happy path (happyPath).
+// Elsewhere the echo's own sync has work: a stop order's next stage is
+// planned once the cache shows this stage's write, an ignore-exit-code
+// pod's phase is settled once the other sidecars are stopped, a sidecar
+// whose earlier write was refused is tried again (the simulator's scenarios
+// and soak found each: its check of every drop fails on them). Any other write, or a second one before the
 // first's echo, leaves the pod's next update to a sync, as before.
-func (e *echoes) expectEcho(pod *corev1.Pod, a decision.Action, only bool) {
+func (e *echoes) expectEcho(pod *corev1.Pod, a decision.Action, happy bool) {
 	key := cache.ObjectName{Namespace: pod.Namespace, Name: pod.Name}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	burst := only && a.Stage == 0 && a.StageMark == "" && (a.Kind == decision.ActionSwapImage || a.Kind == decision.ActionCreateCRR)
+	burst := happy && a.Stage == 0 && a.StageMark == "" && (a.Kind == decision.ActionSwapImage || a.Kind == decision.ActionCreateCRR)
 	if _, twice := e.byPod[key]; twice || !burst {
 		delete(e.byPod, key)
 		return
@@ -153,6 +154,24 @@ func withSwap(old *corev1.Pod, a decision.Action) (*corev1.Pod, bool) {
 		p.Annotations[decision.AnnotationStopStage] = a.StageMark
 	}
 	return &p, true
+}
+
+// happyPath reports whether the plan is a pod's whole stop in one write: its
+// only action, no Warning, no failed kill, no refused write remembered, and
+// a pod with neither a stop order nor an ignore-exit-code sidecar, whose
+// stops come in steps each planned on the cache's view of the one before.
+func happyPath(pod *corev1.Pod, plan decision.Plan, mem *podMemory, policy decision.Policy) bool {
+	if len(plan.Actions) != 1 || len(plan.Problems) > 0 || len(plan.FailedKills) > 0 || len(mem.refusals()) > 0 ||
+		pod.Annotations[decision.AnnotationStopOrder] != "" {
+		return false
+	}
+	containers, _ := decision.Classify(pod, policy)
+	for _, c := range containers {
+		if c.IgnoreExitCode {
+			return false
+		}
+	}
+	return true
 }
 
 // finishedByItself reports whether the update is a pod's own end: eligible

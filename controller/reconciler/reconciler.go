@@ -273,7 +273,7 @@ func (r *Reconciler) act(ctx context.Context, logger klog.Logger, pod *corev1.Po
 	}
 	mem.expect(a, r.clock.Now)
 	// Noted before the send: the watch may bring the echo before the answer.
-	r.echoes.expectEcho(pod, a, len(plan.Actions) == 1)
+	r.echoes.expectEcho(pod, a, happyPath(pod, plan, mem, r.cfg.Policy))
 	err := r.send(ctx, pod, a)
 	result := ResultSuccess
 	switch {
