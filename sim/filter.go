@@ -22,8 +22,11 @@ func (c *controller) dropPodUpdate(key cache.ObjectName, held, stored *corev1.Po
 	if held == nil {
 		return c.dropPodAdd(stored)
 	}
-	if c.s.opts.NoUpdateFilter || reconciler.PodUpdateMatters(held, stored) {
+	if c.s.opts.NoUpdateFilter {
 		return false
+	}
+	if reconciler.PodUpdateMatters(held, stored) {
+		return c.dropOwnEcho(held, stored)
 	}
 	c.s.stats.filtered++
 	before, err1 := c.rec.Plan(held, c.s.now())
@@ -45,6 +48,37 @@ func (c *controller) dropPodUpdate(key cache.ObjectName, held, stored *corev1.Po
 	return true
 }
 
+// dropOwnEcho is the reconciler's part of the pod handler's filter
+// (Reconciler.PodUpdateMatters): the echo of its own swap, and a pod's own
+// end, which it forgets. The echo is checked as it is dropped: the plan on
+// the new version, with the reconciler's memory, writes nothing (the write's
+// sync already made what it shows). A pod that Succeeded by itself is not
+// eligible, so its decision is VerdictIgnored by construction.
+func (c *controller) dropOwnEcho(held, stored *corev1.Pod) bool {
+	if c.rec.PodUpdateMatters(held, stored) {
+		return false
+	}
+	c.s.stats.filtered++
+	if decision.Eligible(stored) {
+		c.mustWriteNothing(stored, "the echo of its own swap")
+	}
+	return true
+}
+
+// mustWriteNothing checks an event dropped as the echo of the reconciler's
+// own write: the plan on the pod as the cache now holds it has no action.
+func (c *controller) mustWriteNothing(pod *corev1.Pod, what string) {
+	plan, err := c.rec.Plan(pod, c.s.now())
+	if err != nil || len(plan.Actions) > 0 {
+		msg := fmt.Sprintf("%s/%s: %s dropped before the queue, but its plan writes %v (%v)", pod.Namespace, pod.Name, what, plan.Actions, err)
+		if e := c.s.world.byUID[pod.UID]; e != nil {
+			c.s.check.violate("safety", e, "%s", msg)
+		} else {
+			c.s.check.runaway("%s", msg)
+		}
+	}
+}
+
 // dropCRREvent is the same filter on a CRR event, as kube.Controller's CRR
 // handlers apply it: an update that changes nothing the decision reads of a
 // CRR (crrFacts, so the decision on both sides is the same by construction),
@@ -59,6 +93,12 @@ func (c *controller) dropCRREvent(podKey cache.ObjectName, held, stored *kruisev
 		if pod != nil {
 			c.mustBeIgnored(pod, "CRR event")
 		}
+		return true
+	}
+	if held == nil && !deleted && !c.rec.CRRAddMatters(stored) {
+		// The add of the CRR the reconciler just made (Reconciler.CRRAddMatters).
+		c.s.stats.filtered++
+		c.mustWriteNothing(c.cache.pods[podKey], "the add of its own CRR")
 		return true
 	}
 	if deleted || reconciler.CRRUpdateMatters(held, stored) {

@@ -27,6 +27,16 @@ type Stats struct {
 
 func newStats() *Stats { return &Stats{applied: map[string]int{}, calls: map[string]int{}} }
 
+// apiCalls is how many calls the controllers made to the API server so far:
+// writes and live reads.
+func (s *Stats) apiCalls() int {
+	n := s.liveReads + s.jobReads
+	for _, c := range s.calls {
+		n += c
+	}
+	return n
+}
+
 // Result is what one run reports.
 type Result struct {
 	Scenario string

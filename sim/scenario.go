@@ -69,6 +69,9 @@ type Scenario struct {
 	// long one stands for few workers writing to a loaded API server, and
 	// a burst then queues (zero: syncCost).
 	SyncCost time.Duration
+	// WriteCost is how long each API call of a sync holds the worker on
+	// top of SyncCost (zero: none; measuredWriteCost is the measured one).
+	WriteCost time.Duration
 }
 
 // NodeGroup is Count identical nodes.

@@ -166,6 +166,10 @@ var Scenarios = []Scenario{
 		Nodes: mixedNodes, Templates: []Template{
 			never("burst-crr", mainC("main", 10*time.Second, 10*time.Second), sidecar("proxy", "exit:0", markCRR)),
 			never("burst-vk", mainC("main", 10*time.Second, 10*time.Second), sidecar("proxy", "exit:0", markImage)).virtual()}},
+	{Name: "burst-api-latency", Purpose: "2,000 pods whose mains end over 17 s, as the bench's burst does, with each API call costing the worker the API server's measured latency over 32 workers: one write per pod",
+		Pods: 2000, Arrival: 17 * time.Second, WriteCost: measuredWriteCost, Nodes: mixedNodes, Templates: []Template{
+			never("burst-crr", mainC("main", 10*time.Second, 10*time.Second), sidecar("proxy", "exit:0", markCRR)),
+			never("burst-vk", mainC("main", 10*time.Second, 10*time.Second), sidecar("proxy", "exit:0", markImage)).virtual()}},
 	{Name: "fault-events", Purpose: "watch events dropped (seen again at relist), duplicated and reordered",
 		Faults: Faults{DropEvents: 0.05, DupEvents: 0.2, ReorderEvents: 0.2, CacheLag: time.Second}, Nodes: mixedNodes, Templates: mixedTemplates()},
 	{Name: "fault-controller-crash", Purpose: "the controller crashes and restarts, losing its expectations and queue",

@@ -50,7 +50,7 @@ func NewController(caches *Caches, syncer Syncer) (*Controller, error) {
 			}
 		},
 		UpdateFunc: func(old, obj any) {
-			queued := podUpdateMatters(old, obj)
+			queued := c.podUpdateMatters(old, obj)
 			c.events.count(kindPod, eventUpdate, queued)
 			if queued {
 				c.enqueuePod(obj)
@@ -64,7 +64,7 @@ func NewController(caches *Caches, syncer Syncer) (*Controller, error) {
 		return nil, fmt.Errorf("watch pods: %w", err)
 	}
 	if err := caches.AddCRRHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { c.events.count(kindCRR, eventAdd, c.enqueueCRRPod(obj)) },
+		AddFunc: func(obj any) { c.events.count(kindCRR, eventAdd, c.crrAddMatters(obj) && c.enqueueCRRPod(obj)) },
 		UpdateFunc: func(old, obj any) {
 			c.events.count(kindCRR, eventUpdate, crrUpdateMatters(old, obj) && c.enqueueCRRPod(obj))
 		},
@@ -90,13 +90,37 @@ func (c *Controller) enqueuePod(obj any) {
 	}
 }
 
+// EchoFilter is a Syncer that also knows which events only echo its own
+// writes, or end a pod it then forgets (reconciler.Reconciler, echo.go):
+// those need no sync.
+type EchoFilter interface {
+	PodUpdateMatters(old, new *corev1.Pod) bool
+	CRRAddMatters(crr *kruisev1alpha1.ContainerRecreateRequest) bool
+}
+
 // podUpdateMatters, podAddMatters and crrUpdateMatters drop, before the
-// queue, the events that change nothing a sync reads (reconciler's filters).
+// queue, the events that change nothing a sync reads (reconciler's filters),
+// and with an EchoFilter the echoes of the syncer's own writes.
 // Objects of another type are let through.
+func (c *Controller) podUpdateMatters(old, obj any) bool {
+	o, ok1 := old.(*corev1.Pod)
+	n, ok2 := obj.(*corev1.Pod)
+	if f, filters := c.syncer.(EchoFilter); filters && ok1 && ok2 {
+		return f.PodUpdateMatters(o, n)
+	}
+	return podUpdateMatters(old, obj)
+}
+
 func podUpdateMatters(old, obj any) bool {
 	o, ok1 := old.(*corev1.Pod)
 	n, ok2 := obj.(*corev1.Pod)
 	return !ok1 || !ok2 || reconciler.PodUpdateMatters(o, n)
+}
+
+func (c *Controller) crrAddMatters(obj any) bool {
+	crr, ok := obj.(*kruisev1alpha1.ContainerRecreateRequest)
+	f, filters := c.syncer.(EchoFilter)
+	return !ok || !filters || f.CRRAddMatters(crr)
 }
 
 func podAddMatters(obj any) bool {
@@ -181,4 +205,7 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	return true
 }
 
-var _ Syncer = (*reconciler.Reconciler)(nil)
+var (
+	_ Syncer     = (*reconciler.Reconciler)(nil)
+	_ EchoFilter = (*reconciler.Reconciler)(nil)
+)

@@ -48,6 +48,8 @@ func (r *Reconciler) apply(ctx context.Context, pod *corev1.Pod, mem *podMemory,
 				a.Began = mem.crr(name).Created
 			}
 		}
+		// Noted before the send: the watch may bring the echo before the answer.
+		r.echoes.expectEcho(pod, a, happyPath(pod, plan, mem, r.cfg.Policy))
 		res := result{action: a, err: r.send(ctx, pod, a)}
 		res.at = r.clock.Now()
 		if a.Kind == decision.ActionCreateCRR {
@@ -60,6 +62,10 @@ func (r *Reconciler) apply(ctx context.Context, pod *corev1.Pod, mem *podMemory,
 				res.made = r.newCRR(pod, a)
 				made[a.CRRName] = res.at
 			}
+		}
+		if res.err != nil || res.alreadyDone {
+			// No write of ours, or one made earlier: no echo of this send.
+			r.echoes.unexpect(pod)
 		}
 		out = append(out, res)
 		if res.err != nil {

@@ -34,6 +34,25 @@ func (r *Reconciler) memory(key cache.ObjectName, uid types.UID) *podMemory {
 func (r *Reconciler) forget(key cache.ObjectName) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.forgetLocked(key)
+}
+
+// forgetPod forgets the pod unless the memory under its key is of a later
+// pod of the same name. The informer's handler calls it (PodUpdateMatters)
+// while a sync of the pod may run: that sync keeps the memory it holds, and
+// whatever it records there goes with it.
+func (r *Reconciler) forgetPod(key cache.ObjectName, uid types.UID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if m := r.pods[key]; m != nil && !m.isFor(uid) {
+		return
+	}
+	r.forgetLocked(key)
+}
+
+// forgetLocked forgets the pod; r.mu is held.
+func (r *Reconciler) forgetLocked(key cache.ObjectName) {
+	r.echoes.forget(key)
 	if m := r.pods[key]; m != nil && m.isTracked() {
 		r.tracked--
 	}

@@ -82,6 +82,8 @@ type Reconciler struct {
 	crrAPIServed atomic.Int64
 	// jobs: what was read of pods' owning Jobs (jobverdict.go).
 	jobs jobPolicies
+	// echoes: the writes whose echo the informer's handlers drop (echo.go).
+	echoes echoes
 }
 
 // New returns a reconciler. metrics may be nil.

@@ -2,10 +2,12 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/sidecar-terminator/sidecar-terminator/e2e/cluster"
 )
@@ -115,9 +117,7 @@ func (w *world) yardstickRound(ctx context.Context, rep *Report, round *Round, r
 // Nothing runs the pods, so they go at once (grace 0), and no garbage
 // collector runs.
 func (w *world) clearRun(ctx context.Context, run string) error {
-	zero := int64(0)
-	if err := w.kube.CoreV1().Pods(Namespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero},
-		metav1.ListOptions{LabelSelector: runLabel + "=" + run}); err != nil {
+	if err := deletePods(ctx, w.kube, runLabel+"="+run); err != nil {
 		return fmt.Errorf("delete %s pods: %w", run, err)
 	}
 	if err := w.kruise.AppsV1alpha1().ContainerRecreateRequests(Namespace).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
@@ -133,6 +133,30 @@ func (w *world) clearRun(ctx context.Context, run string) error {
 		return fmt.Errorf("delete events: %w", err)
 	}
 	return nil
+}
+
+// deletePods deletes the pods the selector picks, at once (grace 0). One
+// delete-collection of 20,000 pods outlasts the API server's request
+// timeout (60 s) and is cut off part way, so it is sent again until none is
+// left (as the API server's watch cache shows it), or until one fails
+// without progress.
+func deletePods(ctx context.Context, kube kubernetes.Interface, selector string) error {
+	zero := int64(0)
+	left := -1
+	for deadline := time.Now().Add(10 * time.Minute); ; time.Sleep(time.Second) {
+		err := kube.CoreV1().Pods(Namespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero},
+			metav1.ListOptions{LabelSelector: selector})
+		pods, lerr := kube.CoreV1().Pods(Namespace).List(ctx, metav1.ListOptions{LabelSelector: selector, ResourceVersion: "0"})
+		switch {
+		case lerr != nil:
+			return errors.Join(err, lerr)
+		case len(pods.Items) == 0:
+			return nil
+		case err != nil && left >= 0 && len(pods.Items) >= left, time.Now().After(deadline):
+			return fmt.Errorf("%d pods left: %w", len(pods.Items), err)
+		}
+		left = len(pods.Items)
+	}
 }
 
 // rotation is the order in which a round runs its n bursts: each round

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -152,6 +153,13 @@ func (c *ControlPlane) startEtcd(ctx context.Context, bin string) (string, error
 		"--initial-cluster=default=" + peer,
 		// A throwaway test cluster: fsync only costs time on a shared disk.
 		"--unsafe-no-fsync",
+		// The scale tier (150,000 pods, then 20,000-pod bursts created,
+		// updated and deleted by each terminator) and 10,000 kwok Jobs write
+		// more than etcd's default quota of 2 GiB holds before a compaction
+		// frees pages, and past it every write fails ("database space
+		// exceeded"). The quota only bounds the database file: 8 GiB, etcd's
+		// suggested maximum.
+		"--quota-backend-bytes=" + strconv.FormatInt(8<<30, 10),
 		"--log-level=warn",
 	})
 	if err != nil {
@@ -281,12 +289,15 @@ func (c *ControlPlane) componentKubeconfig(name, user string, groups []string) (
 	return path, writeKubeconfig(path, c.Server, c.PKI.CAFile(), credentials{certFile: cert, keyFile: key})
 }
 
-func (c *ControlPlane) startControllerManager(ctx context.Context, bin string) error {
+// startControllerManager runs kube-controller-manager with the arguments
+// every cluster of the harness needs, then extra (the kwok cluster picks its
+// controllers and client limits), and waits until its controllers run.
+func (c *ControlPlane) startControllerManager(ctx context.Context, bin string, extra ...string) error {
 	kc, err := c.componentKubeconfig(KubeControllerManager, "system:kube-controller-manager", nil)
 	if err != nil {
 		return err
 	}
-	p, err := c.start(KubeControllerManager, bin, []string{
+	p, err := c.start(KubeControllerManager, bin, append([]string{
 		"--kubeconfig=" + kc,
 		"--leader-elect=false",
 		"--bind-address=127.0.0.1", "--secure-port=0",
@@ -300,10 +311,11 @@ func (c *ControlPlane) startControllerManager(ctx context.Context, bin string) e
 		// its bootstrap system:controller:* role, as in a real cluster; the
 		// KCM identity alone may not, e.g., untaint nodes or publish CAs.
 		"--use-service-account-credentials=true",
-	})
+	}, extra...))
 	if err != nil {
 		return err
 	}
+	c.hasKCM = true
 	cs, err := kubernetes.NewForConfig(c.RestConfig)
 	if err != nil {
 		return fmt.Errorf("admin client: %w", err)
@@ -318,16 +330,18 @@ func (c *ControlPlane) startControllerManager(ctx context.Context, bin string) e
 	})
 }
 
-func (c *ControlPlane) startScheduler(bin string) error {
+// startScheduler runs kube-scheduler, with extra arguments after the
+// harness's own (the kwok cluster raises its client limits).
+func (c *ControlPlane) startScheduler(bin string, extra ...string) error {
 	kc, err := c.componentKubeconfig(KubeScheduler, "system:kube-scheduler", nil)
 	if err != nil {
 		return err
 	}
-	_, err = c.start(KubeScheduler, bin, []string{
+	_, err = c.start(KubeScheduler, bin, append([]string{
 		"--kubeconfig=" + kc,
 		"--leader-elect=false",
 		"--bind-address=127.0.0.1", "--secure-port=0",
-	})
+	}, extra...))
 	return err
 }
 

@@ -205,10 +205,11 @@ func StartKwok(ctx context.Context, o KwokOptions) (_ *KwokCluster, err error) {
 		}
 	}()
 	t0 := time.Now()
-	if err := cp.startKwokControllerManager(ctx, bins[KubeControllerManager], o); err != nil {
+	if err := cp.startControllerManager(ctx, bins[KubeControllerManager], "--controllers="+kwokControllers,
+		"--kube-api-qps="+itoa(o.ControllerManagerQPS), "--kube-api-burst="+itoa(o.ControllerManagerBurst)); err != nil {
 		return nil, err
 	}
-	if err := cp.startKwokScheduler(bins[KubeScheduler], o); err != nil {
+	if err := cp.startScheduler(bins[KubeScheduler], "--kube-api-qps="+itoa(o.SchedulerQPS), "--kube-api-burst="+itoa(o.SchedulerBurst)); err != nil {
 		return nil, err
 	}
 	stageFile := filepath.Join(cp.RunDir, "kwok-stages.yaml")
@@ -244,50 +245,6 @@ func orDefault(v, d int) int {
 		return v
 	}
 	return d
-}
-
-func (c *ControlPlane) startKwokControllerManager(ctx context.Context, bin string, o KwokOptions) error {
-	kc, err := c.componentKubeconfig(KubeControllerManager, "system:kube-controller-manager", nil)
-	if err != nil {
-		return err
-	}
-	p, err := c.start(KubeControllerManager, bin, []string{
-		"--kubeconfig=" + kc,
-		"--leader-elect=false",
-		"--bind-address=127.0.0.1", "--secure-port=0",
-		"--cert-dir=" + filepath.Join(c.RunDir, "kcm-certs"),
-		"--root-ca-file=" + c.PKI.CAFile(),
-		"--service-account-private-key-file=" + c.PKI.SAKeyFile(),
-		"--use-service-account-credentials=true",
-		"--controllers=" + kwokControllers,
-		"--kube-api-qps=" + itoa(o.ControllerManagerQPS), "--kube-api-burst=" + itoa(o.ControllerManagerBurst),
-	})
-	if err != nil {
-		return err
-	}
-	c.hasKCM = true
-	cs, err := kubernetes.NewForConfig(c.RestConfig)
-	if err != nil {
-		return fmt.Errorf("admin client: %w", err)
-	}
-	return waitFor(ctx, "kube-controller-manager creates serviceaccount kube-system/default", 60*time.Second, p, func(ctx context.Context) (bool, error) {
-		_, err := cs.CoreV1().ServiceAccounts(metav1.NamespaceSystem).Get(ctx, "default", metav1.GetOptions{})
-		return err == nil, nil
-	})
-}
-
-func (c *ControlPlane) startKwokScheduler(bin string, o KwokOptions) error {
-	kc, err := c.componentKubeconfig(KubeScheduler, "system:kube-scheduler", nil)
-	if err != nil {
-		return err
-	}
-	_, err = c.start(KubeScheduler, bin, []string{
-		"--kubeconfig=" + kc,
-		"--leader-elect=false",
-		"--bind-address=127.0.0.1", "--secure-port=0",
-		"--kube-api-qps=" + itoa(o.SchedulerQPS), "--kube-api-burst=" + itoa(o.SchedulerBurst),
-	})
-	return err
 }
 
 // createKwokNodes creates the nodes, takes off the not-ready taint the API
