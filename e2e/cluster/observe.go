@@ -112,27 +112,18 @@ type TimedRequest struct {
 // TimedMutatingRequests is MutatingRequestsIn with each request's completion
 // time, for counting the writes made during a window (a chaos run's fault).
 func TimedMutatingRequests(auditLog, user, namespace string) ([]TimedRequest, error) {
-	f, err := os.Open(auditLog)
-	if err != nil {
-		return nil, fmt.Errorf("open audit log: %w", err)
-	}
-	defer f.Close()
 	var out []TimedRequest
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	for sc.Scan() {
-		var a auditEntry
-		if json.Unmarshal(sc.Bytes(), &a) != nil || a.Stage != "ResponseComplete" || a.User.Username != user ||
-			(namespace != "" && a.ObjectRef.Namespace != namespace) {
-			continue
+	err := scanAudit(auditLog, user, func(a *auditEntry) {
+		if namespace != "" && a.ObjectRef.Namespace != namespace {
+			return
 		}
 		switch a.Verb {
 		case "create", "update", "patch", "delete", "deletecollection":
 		default:
-			continue
+			return
 		}
 		if a.ObjectRef.Resource == "events" || a.ObjectRef.Resource == "leases" {
-			continue
+			return
 		}
 		res := a.ObjectRef.Resource
 		if a.ObjectRef.Subresource != "" {
@@ -143,30 +134,40 @@ func TimedMutatingRequests(auditLog, user, namespace string) ([]TimedRequest, er
 			name = "-" // a create refused before its body was read names nothing
 		}
 		out = append(out, TimedRequest{Request: a.Verb + " " + res + " " + name + " " + strconv.Itoa(a.ResponseStatus.Code), At: a.StageTimestamp})
-	}
-	return out, sc.Err()
+	})
+	return out, err
 }
 
 // ReadsIn lists the completed GETs of one user on one resource (as the
 // audit policy records them: CRRs and Jobs) in a namespace, by object name.
 func ReadsIn(auditLog, user, namespace, resource string) ([]string, error) {
+	var out []string
+	err := scanAudit(auditLog, user, func(a *auditEntry) {
+		if a.Verb == "get" && a.ObjectRef.Resource == resource && a.ObjectRef.Subresource == "" && a.ObjectRef.Namespace == namespace {
+			out = append(out, a.ObjectRef.Name)
+		}
+	})
+	return out, err
+}
+
+// scanAudit calls each for every completed request of one user in the
+// audit log, in the order logged.
+func scanAudit(auditLog, user string, each func(*auditEntry)) error {
 	f, err := os.Open(auditLog)
 	if err != nil {
-		return nil, fmt.Errorf("open audit log: %w", err)
+		return fmt.Errorf("open audit log: %w", err)
 	}
 	defer f.Close()
-	var out []string
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<24)
 	for sc.Scan() {
 		var a auditEntry
-		if json.Unmarshal(sc.Bytes(), &a) != nil || a.Stage != "ResponseComplete" || a.User.Username != user || a.Verb != "get" ||
-			a.ObjectRef.Resource != resource || a.ObjectRef.Subresource != "" || a.ObjectRef.Namespace != namespace {
+		if json.Unmarshal(sc.Bytes(), &a) != nil || a.Stage != "ResponseComplete" || a.User.Username != user {
 			continue
 		}
-		out = append(out, a.ObjectRef.Name)
+		each(&a)
 	}
-	return out, sc.Err()
+	return sc.Err()
 }
 
 // PodEvents lists the events on a pod as "Type Reason".
