@@ -7,7 +7,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/sidecar-terminator/sidecar-terminator/e2e/cluster"
 )
@@ -117,11 +116,33 @@ func (w *world) yardstickRound(ctx context.Context, rep *Report, round *Round, r
 // Nothing runs the pods, so they go at once (grace 0), and no garbage
 // collector runs.
 func (w *world) clearRun(ctx context.Context, run string) error {
-	if err := deletePods(ctx, w.kube, runLabel+"="+run); err != nil {
-		return fmt.Errorf("delete %s pods: %w", run, err)
+	zero := int64(0)
+	pods := w.kube.CoreV1().Pods(Namespace)
+	burst := metav1.ListOptions{LabelSelector: runLabel + "=" + run}
+	if err := deleteUntilNoneLeft(run+" pods",
+		func() error {
+			return pods.DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, burst)
+		},
+		func() (int, error) {
+			l, err := pods.List(ctx, metav1.ListOptions{LabelSelector: burst.LabelSelector, ResourceVersion: "0"})
+			if err != nil {
+				return 0, err
+			}
+			return len(l.Items), nil
+		}); err != nil {
+		return err
 	}
-	if err := w.kruise.AppsV1alpha1().ContainerRecreateRequests(Namespace).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
-		return fmt.Errorf("delete CRRs: %w", err)
+	crrs := w.kruise.AppsV1alpha1().ContainerRecreateRequests(Namespace)
+	if err := deleteUntilNoneLeft("CRRs",
+		func() error { return crrs.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}) },
+		func() (int, error) {
+			l, err := crrs.List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+			if err != nil {
+				return 0, err
+			}
+			return len(l.Items), nil
+		}); err != nil {
+		return err
 	}
 	// And the burst's events: OpenKruise's SidecarTerminator events tell a
 	// controller starting later that OpenKruise's terminator acts in the
@@ -129,33 +150,37 @@ func (w *world) clearRun(ctx context.Context, run string) error {
 	// first CRR of its own and waits for it: a controller burst after a
 	// kruise burst measured that mode (2,500 more reads and 1,900 to 2,500
 	// more syncs per burst) rather than the one users run.
-	if err := w.kube.CoreV1().Events(Namespace).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
-		return fmt.Errorf("delete events: %w", err)
-	}
-	return nil
+	events := w.kube.CoreV1().Events(Namespace)
+	return deleteUntilNoneLeft("events",
+		func() error { return events.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}) },
+		func() (int, error) {
+			l, err := events.List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+			if err != nil {
+				return 0, err
+			}
+			return len(l.Items), nil
+		})
 }
 
-// deletePods deletes the pods the selector picks, at once (grace 0). One
-// delete-collection of 20,000 pods outlasts the API server's request
-// timeout (60 s) and is cut off part way, so it is sent again until none is
-// left (as the API server's watch cache shows it), or until one fails
-// without progress.
-func deletePods(ctx context.Context, kube kubernetes.Interface, selector string) error {
-	zero := int64(0)
+// deleteUntilNoneLeft sends a delete-collection until count finds none
+// left (counted from the API server's watch cache). One delete-collection
+// of 20,000 pods or events outlasts the API server's request timeout (60 s)
+// and is cut off part way, so it is sent again, until one fails without
+// progress or 10 minutes have passed.
+func deleteUntilNoneLeft(what string, deleteAll func() error, count func() (int, error)) error {
 	left := -1
 	for deadline := time.Now().Add(10 * time.Minute); ; time.Sleep(time.Second) {
-		err := kube.CoreV1().Pods(Namespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero},
-			metav1.ListOptions{LabelSelector: selector})
-		pods, lerr := kube.CoreV1().Pods(Namespace).List(ctx, metav1.ListOptions{LabelSelector: selector, ResourceVersion: "0"})
+		err := deleteAll()
+		n, cerr := count()
 		switch {
-		case lerr != nil:
-			return errors.Join(err, lerr)
-		case len(pods.Items) == 0:
+		case cerr != nil:
+			return fmt.Errorf("delete %s: %w", what, errors.Join(err, cerr))
+		case n == 0:
 			return nil
-		case err != nil && left >= 0 && len(pods.Items) >= left, time.Now().After(deadline):
-			return fmt.Errorf("%d pods left: %w", len(pods.Items), err)
+		case err != nil && left >= 0 && n >= left, time.Now().After(deadline):
+			return fmt.Errorf("delete %s: %d left: %w", what, n, err)
 		}
-		left = len(pods.Items)
+		left = n
 	}
 }
 
