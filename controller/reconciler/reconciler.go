@@ -70,6 +70,8 @@ type Reconciler struct {
 	metrics *Metrics
 	clock   clock.PassiveClock
 
+	// mu guards pods and tracked, and the one part of a pod's memory the
+	// informer's handlers read beside its sync: the echo note (echo.go).
 	mu      sync.Mutex
 	pods    map[cache.ObjectName]*podMemory
 	tracked int // pods whose memory says tracked: kept, not recounted, so a sync stays O(1)
@@ -83,8 +85,6 @@ type Reconciler struct {
 	crrAPIServed atomic.Int64
 	// jobs: what was read of pods' owning Jobs (jobverdict.go).
 	jobs jobPolicies
-	// echoes: the writes whose echo the informer's handlers drop (echo.go).
-	echoes echoes
 }
 
 // New returns a reconciler that reads the cluster through r (its caches),
