@@ -87,7 +87,10 @@ func (s *Sim) startController(id int) *controller {
 	if s.sc.CRRTTLSetting > 0 {
 		cfg.CRRTTLAfterFinished = s.sc.CRRTTLSetting
 	}
-	c.rec = reconciler.New(cfg, r, &apiWriter{s: s, c: c}, &recorder{s: s}, nil, s.clock)
+	// The API writer also serves the live reads, from the world: the
+	// simulated API server's truth, never the instance's cache.
+	api := &apiWriter{s: s, c: c}
+	c.rec = reconciler.New(cfg, r, api, api, &recorder{s: s}, nil, s.clock)
 	s.ctrls = append(s.ctrls, c)
 	s.trace.add("controller", "instance %d started with %d pods listed", id, len(c.cache.pods))
 	keys := make([]cache.ObjectName, 0, len(c.cache.pods))

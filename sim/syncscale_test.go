@@ -37,7 +37,7 @@ func BenchmarkSyncWithRunningPods(b *testing.B) {
 				keys[i] = cache.ObjectName{Namespace: pod.Namespace, Name: pod.Name}
 				c.pods[keys[i]] = pod
 			}
-			r := reconciler.New(reconciler.DefaultConfig(), c, podtest.NopWriter{}, nopRecorder{}, nil, clocktesting.NewFakePassiveClock(Epoch))
+			r := reconciler.New(reconciler.DefaultConfig(), c, podtest.NopWriter{}, reconciler.NoLiveReads{}, nopRecorder{}, nil, clocktesting.NewFakePassiveClock(Epoch))
 			ctx := New(Scenario{}, 1, Options{}).ctx
 			for _, k := range keys {
 				if _, err := r.Sync(ctx, k); err != nil {
@@ -90,7 +90,7 @@ func BenchmarkSyncStages(b *testing.B) {
 				if i%n == 0 {
 					b.StopTimer()
 					metrics = reconciler.NewMetrics(nil)
-					r = reconciler.New(reconciler.DefaultConfig(), c, podtest.NopWriter{}, nopRecorder{}, metrics, clk)
+					r = reconciler.New(reconciler.DefaultConfig(), c, podtest.NopWriter{}, reconciler.NoLiveReads{}, nopRecorder{}, metrics, clk)
 					b.StartTimer()
 				}
 				if _, err := r.Sync(ctx, keys[i%n]); err != nil {

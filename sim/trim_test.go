@@ -88,7 +88,7 @@ func TestTrimNeverChangesADecision(t *testing.T) {
 			cfg := reconciler.DefaultConfig()
 			cfg.Policy.AllowedQuickExitImages = s.sc.AllowedImages
 			probe.Reader = inner
-			probe.plan = reconciler.New(cfg, inner, nil, nil, nil, s.clock)
+			probe.plan = reconciler.New(cfg, inner, nil, reconciler.NoLiveReads{}, nil, nil, s.clock)
 			return probe
 		}
 		if res := s.Run(); res.Violation != nil {

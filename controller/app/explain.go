@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -142,7 +143,7 @@ func explainPod(ctx context.Context, w io.Writer, client kubernetes.Interface, r
 	if err != nil {
 		return fmt.Errorf("get pod %s/%s: %w", namespace, name, err)
 	}
-	rec := reconciler.New(cfg, read, nil, nil, nil, clock.RealClock{})
+	rec := reconciler.New(cfg, read, nil, explainLive{Writer: kube.Writer{Client: read.Client, Kruise: read.Kruise}, read: read}, nil, nil, clock.RealClock{})
 	plan, err := rec.ExplainPlan(pod, time.Now())
 	if err != nil {
 		return err
@@ -165,6 +166,18 @@ func explainPod(ctx context.Context, w io.Writer, client kubernetes.Interface, r
 	}
 	writeNativeSidecars(ctx, w, client, cfg.VirtualNodeSelector, pod)
 	return writeEvents(ctx, w, client, pod)
+}
+
+// explainLive is explain's live reads (reconciler.LiveReader): the Job
+// through its live reader, with that reader's timeout, and the pod and CRRs
+// as the controller reads them, which explain's plan never asks for.
+type explainLive struct {
+	kube.Writer
+	read kube.LiveReader
+}
+
+func (e explainLive) LiveJob(ctx context.Context, namespace, name string) (*batchv1.Job, error) {
+	return e.read.LiveJob(ctx, namespace, name)
 }
 
 // writeEvents lists the controller's events on the pod, oldest first: for a

@@ -149,8 +149,7 @@ func Run(ctx context.Context, o *Options) error {
 			return err
 		}
 	}
-	writer := &lastWrite{liveWriter: kube.Writer{Client: clients.Kube, Kruise: clients.Kruise}}
-	rec := reconciler.New(cfg, caches, writer, recorder, metrics, clock.RealClock{})
+	rec, writer := newReconciler(cfg, caches, kube.Writer{Client: clients.Kube, Kruise: clients.Kruise}, recorder, metrics)
 	ctrl, err := kube.NewController(caches, rec)
 	if err != nil {
 		return err
@@ -298,4 +297,12 @@ func serve(ctx context.Context, what, paths, addr string, h http.Handler, errs c
 		}
 	}()
 	klog.FromContext(ctx).Info("Serving "+what, "address", ln.Addr().String(), "paths", paths)
+}
+
+// newReconciler is the controller's reconciler: it writes through the write
+// counter the events give way to (lastWrite), and reads live straight from
+// the API server through api.
+func newReconciler(cfg reconciler.Config, caches reconciler.Reader, api kube.Writer, events reconciler.Recorder, metrics *reconciler.Metrics) (*reconciler.Reconciler, *lastWrite) {
+	writer := &lastWrite{liveWriter: api}
+	return reconciler.New(cfg, caches, writer, api, events, metrics, clock.RealClock{}), writer
 }

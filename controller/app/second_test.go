@@ -38,7 +38,7 @@ func TestCheckKruiseTerminatorAtStart(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			rec := reconciler.New(reconciler.DefaultConfig(), nil, nil, nil, nil, clock.RealClock{})
+			rec := reconciler.New(reconciler.DefaultConfig(), nil, nil, reconciler.NoLiveReads{}, nil, nil, clock.RealClock{})
 			checkKruiseTerminator(context.Background(), client, rec)
 			// KruiseTerminatorSeen reports news: false when the check set it.
 			if seen := !rec.KruiseTerminatorSeen(); seen != tc.seen {

@@ -128,7 +128,7 @@ func TestSyncAppliesTheConfiguredDaemonGrace(t *testing.T) {
 			}
 			cfg := reconciler.DefaultConfig()
 			cfg.KruiseDaemonGrace = tc.grace
-			f.rec = reconciler.New(cfg, f.caches, Writer{Client: f.client, Kruise: f.kruise}, f.events, f.metrics, f.clock)
+			f.rec = reconciler.New(cfg, f.caches, Writer{Client: f.client, Kruise: f.kruise}, Writer{Client: f.client, Kruise: f.kruise}, f.events, f.metrics, f.clock)
 			var got []string
 			for _, w := range f.sync("job-g") {
 				got = append(got, w.GetVerb()+" "+w.GetResource().Resource)

@@ -38,7 +38,7 @@ func (f *fixture) withDefaultImage(crrAPI bool, pods []*corev1.Pod, nodes map[st
 	}
 	cfg := reconciler.DefaultConfig()
 	cfg.Policy.DefaultQuickExitImage = defaultQuickExit
-	f.rec = reconciler.New(cfg, f.caches, Writer{Client: f.client, Kruise: f.kruise}, f.events, f.metrics, f.clock)
+	f.rec = reconciler.New(cfg, f.caches, Writer{Client: f.client, Kruise: f.kruise}, Writer{Client: f.client, Kruise: f.kruise}, f.events, f.metrics, f.clock)
 }
 
 func sidecarImage(t *testing.T, f *fixture, name string) string {

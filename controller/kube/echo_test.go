@@ -70,7 +70,7 @@ func TestABurstPodIsSyncedOnlyWhenItStartsAndWhenItsMainsAreDone(t *testing.T) {
 			metrics := reconciler.NewMetrics(nil)
 			clk := clocktesting.NewFakeClock(podtest.Epoch.Add(11 * time.Second))
 			rec := &countingReconciler{Reconciler: reconciler.New(reconciler.DefaultConfig(), caches,
-				Writer{Client: client, Kruise: kruise}, record.NewFakeRecorder(100), metrics, clk)}
+				Writer{Client: client, Kruise: kruise}, Writer{Client: client, Kruise: kruise}, record.NewFakeRecorder(100), metrics, clk)}
 			ctrl, err := NewController(caches, rec)
 			if err != nil {
 				t.Fatal(err)

@@ -70,7 +70,7 @@ func newFixture(t *testing.T, pods []*corev1.Pod, nodes map[string]map[string]st
 // newReconciler starts a fresh reconciler, as after a controller restart.
 func (f *fixture) newReconciler() {
 	f.metrics = reconciler.NewMetrics(nil)
-	f.rec = reconciler.New(reconciler.DefaultConfig(), f.caches, Writer{Client: f.client, Kruise: f.kruise}, f.events, f.metrics, f.clock)
+	f.rec = reconciler.New(reconciler.DefaultConfig(), f.caches, Writer{Client: f.client, Kruise: f.kruise}, Writer{Client: f.client, Kruise: f.kruise}, f.events, f.metrics, f.clock)
 }
 
 func (f *fixture) setPod(p *corev1.Pod) {

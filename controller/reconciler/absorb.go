@@ -60,14 +60,14 @@ func (r *Reconciler) absorb(logger klog.Logger, key cache.ObjectName, in decisio
 // cacheLags settles the writes the cache had not shown in time, by what the
 // API server showed (the confirm step). All in effect: the cache only lags,
 // the wait for it goes on, and the pod is not decided on it (true). Else
-// (undone, never listed, the pod gone, or no way to ask) the pod is decided
+// (undone, never listed, or the pod gone) the pod is decided
 // afresh, which is said and counted, since the cache and the cluster
 // disagree. Part of absorb: the memory takes in the reads either way.
 func (r *Reconciler) cacheLags(logger klog.Logger, in decision.Input, mem *podMemory, gate cacheGate, got confirmed) bool {
 	absorbGate(mem, gate)
 	r.absorbSeen(mem, in, got)
 	waited := mem.waitedFor(in.Now)
-	if got.asked && got.gone == "" && inEffect(in, got) {
+	if got.gone == "" && inEffect(in, got) {
 		logger.Info("The cache lags: an earlier write is in effect at the API server but not yet in the cache; waiting for it rather than writing again",
 			"pending", describePending(in.Overdue), "after", waited.String())
 		mem.stillUnseen(in.Now)

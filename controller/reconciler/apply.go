@@ -49,7 +49,7 @@ func (r *Reconciler) apply(ctx context.Context, pod *corev1.Pod, mem *podMemory,
 			}
 		}
 		// Noted before the send: the watch may bring the echo before the answer.
-		r.echoes.expectEcho(pod, a, happyPath(pod, plan, mem, r.cfg.Policy))
+		r.expectEcho(mem, a, happyPath(pod, plan, mem, r.cfg.Policy))
 		res := result{action: a, err: r.send(ctx, pod, a)}
 		res.at = r.clock.Now()
 		if a.Kind == decision.ActionCreateCRR {
@@ -65,7 +65,7 @@ func (r *Reconciler) apply(ctx context.Context, pod *corev1.Pod, mem *podMemory,
 		}
 		if res.err != nil || res.alreadyDone {
 			// No write of ours, or one made earlier: no echo of this send.
-			r.echoes.unexpect(pod)
+			r.unexpectEcho(mem)
 		}
 		out = append(out, res)
 		if res.err != nil {

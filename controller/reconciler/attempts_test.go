@@ -69,7 +69,7 @@ func TestASecondAttemptReadsTheFirstTheCacheDoesNotShow(t *testing.T) {
 	pod := podtest.Pod("p").Annotate(decision.AnnotationCRRAttempts, "1").
 		Container("main", podtest.Exited(0, podtest.Epoch.Add(10*time.Second))).Container("log", markCRR).Build()
 	w := &liveWorld{world: &world{pod: pod, crrAPI: true, answers: map[string][]error{}}, live: map[string]*kruisev1alpha1.ContainerRecreateRequest{}}
-	f := newFixtureWriting(w.world, w)
+	f := newFixtureLive(w.world, w)
 	first := decision.CRRName(pod, 1)
 	w.live[first] = &kruisev1alpha1.ContainerRecreateRequest{ObjectMeta: metav1.ObjectMeta{Name: first, Namespace: "default",
 		CreationTimestamp: metav1.NewTime(podtest.Epoch.Add(30 * time.Second)),
@@ -110,7 +110,7 @@ func TestASecondAttemptIsNotMadeWhenTheReadOfTheFirstFails(t *testing.T) {
 	pod := podtest.Pod("p").Annotate(decision.AnnotationCRRAttempts, "1").
 		Container("main", podtest.Exited(0, podtest.Epoch.Add(10*time.Second))).Container("log", markCRR).Build()
 	w := &failingLiveWorld{world: &world{pod: pod, crrAPI: true, answers: map[string][]error{}}, err: apierrors.NewInternalError(errors.New("etcd timeout"))}
-	f := newFixtureWriting(w.world, w)
+	f := newFixtureLive(w.world, w)
 	f.clock.SetTime(podtest.Epoch.Add(31 * time.Second))
 	_, err := f.rec.Sync(context.Background(), cache.ObjectName{Namespace: pod.Namespace, Name: pod.Name})
 	if err == nil || !apierrors.IsInternalError(err) {
@@ -129,7 +129,7 @@ func TestASecondAttemptReadsTheFirstWithItsLabelStripped(t *testing.T) {
 	pod := podtest.Pod("p").Annotate(decision.AnnotationCRRAttempts, "1").
 		Container("main", podtest.Exited(0, podtest.Epoch.Add(10*time.Second))).Container("log", markCRR).Build()
 	w := &liveWorld{world: &world{pod: pod, crrAPI: true, answers: map[string][]error{}}, live: map[string]*kruisev1alpha1.ContainerRecreateRequest{}}
-	f := newFixtureWriting(w.world, w)
+	f := newFixtureLive(w.world, w)
 	first := decision.CRRName(pod, 1)
 	deadline := int64(decision.CRRDeadline(pod, reconciler.DefaultConfig().Policy) / time.Second)
 	w.live[first] = &kruisev1alpha1.ContainerRecreateRequest{ObjectMeta: metav1.ObjectMeta{Name: first, Namespace: "default",
@@ -160,7 +160,7 @@ func TestASecondAttemptAfterAFailedFirstTheCacheShowsReadsNothingLive(t *testing
 	first.Status.CompletionTime = &metav1.Time{Time: podtest.Epoch.Add(15 * time.Second)}
 	w := &liveWorld{world: &world{pod: pod, crrAPI: true, answers: map[string][]error{}, crrs: []*kruisev1alpha1.ContainerRecreateRequest{first}},
 		live: map[string]*kruisev1alpha1.ContainerRecreateRequest{}}
-	f := newFixtureWriting(w.world, w)
+	f := newFixtureLive(w.world, w)
 	f.clock.SetTime(podtest.Epoch.Add(5 * time.Minute))
 	f.sync(t)
 	if got, want := strings.Join(w.sent, ","), "crr "+decision.CRRName(pod, 2)+",annotate "+decision.AnnotationCRRAttempts; got != want {

@@ -2,10 +2,13 @@ package reconciler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
 	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
@@ -19,6 +22,48 @@ import (
 // nothing; these reads are what keeps a second stop from starting inside
 // the first one's window when the cache and the memory both miss it. The
 // happy path asks for none.
+
+// LiveChecker reads pods and CRRs from the API server, past the caches: the
+// plan's confirm (decision.Plan.Confirm), and an overdue write's effect
+// (expect.go).
+type LiveChecker interface {
+	// LivePod reads the pod from the API server.
+	LivePod(ctx context.Context, namespace, name string) (*corev1.Pod, error)
+	// LiveCRR reads the named CRR from the API server; an error for which
+	// apierrors.IsNotFound is true when there is none.
+	LiveCRR(ctx context.Context, namespace, name string) (*kruisev1alpha1.ContainerRecreateRequest, error)
+}
+
+// LiveReader is every read a sync makes past the caches: the confirm
+// step's (LiveChecker) and a pod's owning Job (JobReader). It is a
+// dependency New requires, not a capability found on the Writer: when it
+// was found on the Writer by type assertion, a wrapper of the writer hid it
+// and the binary confirmed nothing live and read no Job, while every test,
+// given an unwrapped fake, passed.
+type LiveReader interface {
+	LiveChecker
+	JobReader
+}
+
+// NoLiveReads is the LiveReader of a reconciler its caller means to read
+// nothing live (one that only plans, or a benchmark of the sync's own
+// cost). Every read fails with an error that says so: a plan that needs one
+// is not carried out on what could not be checked.
+type NoLiveReads struct{}
+
+var errNoLiveReads = errors.New("this reconciler was built to read nothing live (NoLiveReads)")
+
+func (NoLiveReads) LivePod(context.Context, string, string) (*corev1.Pod, error) {
+	return nil, errNoLiveReads
+}
+
+func (NoLiveReads) LiveCRR(context.Context, string, string) (*kruisev1alpha1.ContainerRecreateRequest, error) {
+	return nil, errNoLiveReads
+}
+
+func (NoLiveReads) LiveJob(context.Context, string, string) (*batchv1.Job, error) {
+	return nil, errNoLiveReads
+}
 
 // confirmed is what the confirm step read, for absorb.
 type confirmed struct {
@@ -37,8 +82,6 @@ type confirmed struct {
 	// absent names the CRRs the API server has not; unlisted those of ours
 	// it has that the informer never lists (a policy stripped our label).
 	absent, unlisted map[string]bool
-	// asked: a live read was made (a LiveChecker answered).
-	asked bool
 }
 
 // liveReads carries what one sync has read live from one round to the next,
@@ -72,10 +115,8 @@ func (l *liveReads) wrote(results []result) {
 func (r *Reconciler) confirm(ctx context.Context, in decision.Input, c decision.Confirm) (decision.Input, confirmed, error) {
 	got := confirmed{absent: map[string]bool{}, unlisted: map[string]bool{}}
 	pod := in.Pod
-	live, canLive := r.write.(LiveChecker)
-	got.asked = canLive
-	if c.Pod && canLive {
-		p, err := live.LivePod(ctx, pod.Namespace, pod.Name)
+	if c.Pod {
+		p, err := r.live.LivePod(ctx, pod.Namespace, pod.Name)
 		switch {
 		case apierrors.IsNotFound(err):
 			// Gone: the cache's delete event brings the pod back, and it is forgotten.
@@ -92,10 +133,7 @@ func (r *Reconciler) confirm(ctx context.Context, in decision.Input, c decision.
 	in.PodLive = in.PodLive || c.Pod
 	for _, want := range c.CRRs {
 		in.ReadLive = append(in.ReadLive, want.Create.CRRName)
-		if !canLive {
-			continue
-		}
-		crr, err := r.liveOwnCRR(ctx, live, in, want)
+		crr, err := r.liveOwnCRR(ctx, in, want)
 		if apierrors.IsNotFound(err) {
 			got.absent[want.Create.CRRName] = true
 			continue
@@ -122,8 +160,8 @@ func (r *Reconciler) confirm(ctx context.Context, in decision.Input, c decision.
 		uid := ownerUID(pod, c.Job)
 		if facts, ok := r.jobs.get(uid); ok {
 			in.Job, got.jobCached = facts, facts
-		} else if jr, ok := r.jobReader(); ok {
-			facts, err := readJob(ctx, jr, pod, c.Job)
+		} else {
+			facts, err := readJob(ctx, r.live, pod, c.Job)
 			if err != nil {
 				r.metrics.JobReads.WithLabelValues(JobReadError).Inc()
 				return in, got, err
@@ -151,9 +189,9 @@ func (r *Reconciler) confirm(ctx context.Context, in decision.Input, c decision.
 // policy: kruise works on it all the same; anyone else's under the name is
 // not taken for ours, CheckExistingCRR), is not being deleted, and was
 // created after the time asked (a name whose earlier CRR is remembered).
-func (r *Reconciler) liveOwnCRR(ctx context.Context, live LiveChecker, in decision.Input, want decision.ConfirmCRR) (*kruisev1alpha1.ContainerRecreateRequest, error) {
+func (r *Reconciler) liveOwnCRR(ctx context.Context, in decision.Input, want decision.ConfirmCRR) (*kruisev1alpha1.ContainerRecreateRequest, error) {
 	pod := in.Pod
-	crr, err := live.LiveCRR(ctx, pod.Namespace, want.Create.CRRName)
+	crr, err := r.live.LiveCRR(ctx, pod.Namespace, want.Create.CRRName)
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, err

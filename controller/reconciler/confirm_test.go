@@ -62,7 +62,7 @@ func TestARetryWaitsForTheAttemptTheCacheDoesNotShow(t *testing.T) {
 	pod := podtest.Pod("p").Annotate(decision.AnnotationCRRAttempts, "2").
 		Container("main", podtest.Exited(0, podtest.Epoch.Add(10*time.Second))).Container("log", markCRR).Build()
 	w := &liveWorld{world: &world{pod: pod, crrAPI: true, answers: map[string][]error{}}, live: map[string]*kruisev1alpha1.ContainerRecreateRequest{}}
-	f := newFixtureWriting(w.world, w)
+	f := newFixtureLive(w.world, w)
 	crr := func(attempt int, created time.Duration, phase kruisev1alpha1.ContainerRecreateRequestPhase) *kruisev1alpha1.ContainerRecreateRequest {
 		c := &kruisev1alpha1.ContainerRecreateRequest{ObjectMeta: metav1.ObjectMeta{Name: decision.StageCRRName(pod, 0, attempt), Namespace: "default",
 			CreationTimestamp: metav1.NewTime(podtest.Epoch.Add(created)),
@@ -122,7 +122,7 @@ func TestARefusalPassDoesNotResendAnAcceptedCRR(t *testing.T) {
 func TestATimedOutCreateThatWasAppliedCountsAsMade(t *testing.T) {
 	pod := podtest.Pod("p").Container("main", podtest.Exited(0, podtest.Epoch.Add(10*time.Second))).Container("log", markCRR).Build()
 	w := &liveWorld{world: &world{pod: pod, crrAPI: true, answers: map[string][]error{}}, live: map[string]*kruisev1alpha1.ContainerRecreateRequest{}}
-	f := newFixtureWriting(w.world, w)
+	f := newFixtureLive(w.world, w)
 	name := decision.CRRName(pod, 1)
 	w.answers["crr "+name] = []error{apierrors.NewTimeoutError("no answer", 1)}
 	made := &kruisev1alpha1.ContainerRecreateRequest{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default",
@@ -158,7 +158,7 @@ func TestAPlanWithNothingRememberedListsCRRsOnce(t *testing.T) {
 	a.crrs = append(a.crrs, inFlightCRR(pod, "log", 600))
 	a.catchUp()
 	r := &countingReader{apiFake: a}
-	rec := reconciler.New(reconciler.DefaultConfig(), r, a, a, nil, a.clock)
+	rec := reconciler.New(reconciler.DefaultConfig(), r, a, a, a, nil, a.clock)
 	plan, err := rec.ExplainPlan(a.cachedPods["p"], a.clock.Now())
 	if err != nil {
 		t.Fatal(err)
@@ -175,7 +175,7 @@ func TestAPlanWithNothingRememberedListsCRRsOnce(t *testing.T) {
 func TestAStageCRRIsNotRetriedWhenTheReadOfTheDeletedEarlierStageFails(t *testing.T) {
 	pod := shipperPod().Build()
 	w := &failingLiveWorld{world: &world{pod: pod, crrAPI: true, answers: map[string][]error{}}}
-	f := newFixtureWriting(w.world, w)
+	f := newFixtureLive(w.world, w)
 	st1, _ := stageTwoRefused(t, f)
 	w.crrs, w.sent, w.reads = nil, nil, nil
 	w.err = apierrors.NewInternalError(errors.New("etcd timeout"))
@@ -195,7 +195,7 @@ func TestAStageCRRIsNotRetriedWhenTheReadOfTheDeletedEarlierStageFails(t *testin
 func TestADeletedStageCRRIsReadLiveBesideAnotherCachedCRR(t *testing.T) {
 	pod := shipperPod().Build()
 	w := &failingLiveWorld{world: &world{pod: pod, crrAPI: true, answers: map[string][]error{}}}
-	f := newFixtureWriting(w.world, w)
+	f := newFixtureLive(w.world, w)
 	st1, st2 := stageTwoRefused(t, f)
 	// The cache drops the deleted CRR and shows another of stage 1, made
 	// since under another name (a second attempt), completed.
@@ -211,5 +211,31 @@ func TestADeletedStageCRRIsReadLiveBesideAnotherCachedCRR(t *testing.T) {
 	}
 	if got, want := strings.Join(w.sent, ","), "crr "+st2; got != want {
 		t.Errorf("after the backoff: writes %s, want %s (%s is not found live)", got, want, st1)
+	}
+}
+
+// The live reads are a dependency New requires: a reconciler built without
+// them is refused at once, not found to read nothing live in production.
+func TestNewRefusesAReconcilerWithoutLiveReads(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Error("New with a nil LiveReader returned a reconciler")
+		}
+	}()
+	a, _, _ := newAPI(t)
+	reconciler.New(reconciler.DefaultConfig(), a, a, nil, a, nil, a.clock)
+}
+
+// A reconciler its caller built to read nothing live (NoLiveReads) does not
+// act on what it could not check: a plan that needs a live read (the Job's
+// podFailurePolicy) fails the sync, and nothing is written.
+func TestAReconcilerWithNoLiveReadsWritesNothingItCouldNotCheck(t *testing.T) {
+	a, _, _ := newAPI(t, failedJobPod("p"))
+	rec := reconciler.New(reconciler.DefaultConfig(), a, a, reconciler.NoLiveReads{}, a, nil, a.clock)
+	if _, err := syncPod(t, rec, "p"); err == nil || !strings.Contains(err.Error(), "NoLiveReads") {
+		t.Errorf("Sync: %v, want the live read refused", err)
+	}
+	if len(a.writes) != 0 {
+		t.Errorf("writes %v, want none", a.writes)
 	}
 }

@@ -29,7 +29,7 @@ func TestAControllerStartingAfterTheCRDWentSwapsAfterAGracePeriod(t *testing.T) 
 	f := newFixture(jobPod(markCRR, markImage))
 	f.w.crrAPI = false
 	start := func() {
-		f.rec = reconciler.New(reconciler.DefaultConfig(), daemonWorld{f.w}, f.w, f.ev, f.metrics, f.clock)
+		f.rec = reconciler.New(reconciler.DefaultConfig(), daemonWorld{f.w}, f.w, f.w, f.ev, f.metrics, f.clock)
 	}
 	record := "annotate " + decision.AnnotationCRRAPIGone
 	start()

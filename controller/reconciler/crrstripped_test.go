@@ -17,7 +17,7 @@ import (
 // else, is not.
 func TestCheckExistingCRRTakesOurOwnWithItsLabelStripped(t *testing.T) {
 	pod := podtest.Pod("p").Namespace("ns").UID("uid-1").Container("main").Container("log", podtest.Env(decision.EnvTerminate, "true")).Build()
-	r := New(DefaultConfig(), nil, nil, nil, nil, nil)
+	r := New(DefaultConfig(), nil, nil, NoLiveReads{}, nil, nil, nil)
 	want := r.newCRR(pod, decision.Action{Kind: decision.ActionCreateCRR, Containers: []string{"log"}, CRRName: decision.CRRName(pod, 1), Attempt: 1})
 	stripped := func(f func(c *kruisev1alpha1.ContainerRecreateRequest)) *kruisev1alpha1.ContainerRecreateRequest {
 		c := want.DeepCopy()

@@ -36,7 +36,7 @@ func TestDefaultImageWhereNoCRRPath(t *testing.T) {
 			f.w.crrAPI = tc.crrAPI
 			cfg := reconciler.DefaultConfig()
 			cfg.Policy.DefaultQuickExitImage = tc.defaultImage
-			f.rec = reconciler.New(cfg, f.w, f.w, f.ev, f.metrics, f.clock)
+			f.rec = reconciler.New(cfg, f.w, f.w, f.w, f.ev, f.metrics, f.clock)
 			crr := "crr " + decision.CRRName(f.w.pod, 1)
 			if tc.refusal != nil {
 				f.w.answers[crr] = []error{tc.refusal}

@@ -3,7 +3,6 @@ package reconciler
 import (
 	"maps"
 	"slices"
-	"sync"
 
 	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
@@ -33,91 +32,69 @@ import (
 //     VerdictIgnored (no Warning: only a Failed pod gets one) and forget the
 //     pod. The handler forgets it at once instead of queueing it.
 //
-// What the echo filter remembers is not the pod's memory (podMemory, which
-// only the pod's sync touches) but a note the sync leaves for the informer's
-// handlers, which run on other goroutines: the write and the pod's UID,
-// guarded by its own lock, taken once per write and once per event.
-type echoes struct {
-	mu sync.Mutex
-	// byPod: the last successful write of each pod whose echo has not been
-	// seen yet.
-	byPod map[cache.ObjectName]echo
-}
-
-// echo is what a write will look like in the cache.
-type echo struct {
-	uid    types.UID
-	action decision.Action // ActionSwapImage or ActionCreateCRR
-}
+// What the echo filter remembers is a note in the pod's memory (podMemory's
+// echo): the write whose echo is to be dropped. The informer's handlers
+// read it on their own goroutines, beside the pod's sync, so unlike the rest
+// of the memory it is read and written only under the reconciler's lock
+// (Reconciler.mu), taken once per write and once per event that could be an
+// echo. Forgetting the pod forgets the note with it.
 
 // expectEcho notes a write about to be sent, for the handlers to recognise
-// its echo (dropped again by unexpect when the write fails). Only the write
-// of a burst is noted: a swap or a CRR create on the happy path (happyPath).
-// Elsewhere the echo's own sync has work: a stop order's next stage is
-// planned once the cache shows this stage's write, an ignore-exit-code
-// pod's phase is settled once the other sidecars are stopped, a sidecar
-// whose earlier write was refused is tried again (the simulator's scenarios
-// and soak found each: its check of every drop fails on them). Any other write, or a second one before the
-// first's echo, leaves the pod's next update to a sync, as before.
-func (e *echoes) expectEcho(pod *corev1.Pod, a decision.Action, happy bool) {
-	key := cache.ObjectName{Namespace: pod.Namespace, Name: pod.Name}
-	e.mu.Lock()
-	defer e.mu.Unlock()
+// its echo (dropped again by unexpectEcho when the write fails). Only the
+// write of a burst is noted: a swap or a CRR create on the happy path
+// (happyPath). Elsewhere the echo's own sync has work: a stop order's next
+// stage is planned once the cache shows this stage's write, an
+// ignore-exit-code pod's phase is settled once the other sidecars are
+// stopped, a sidecar whose earlier write was refused is tried again (the
+// simulator's scenarios and soak found each: its check of every drop fails
+// on them). Any other write, or a second one before the first's echo,
+// leaves the pod's next update to a sync, as before.
+func (r *Reconciler) expectEcho(mem *podMemory, a decision.Action, happy bool) {
 	burst := happy && a.Stage == 0 && a.StageMark == "" && (a.Kind == decision.ActionSwapImage || a.Kind == decision.ActionCreateCRR)
-	if _, twice := e.byPod[key]; twice || !burst {
-		delete(e.byPod, key)
-		return
-	}
-	if e.byPod == nil {
-		e.byPod = map[cache.ObjectName]echo{}
-	}
-	e.byPod[key] = echo{uid: pod.UID, action: a}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	mem.expectEcho(a, burst)
 }
 
-// unexpect drops the pod's note: the write failed, or made nothing new.
-func (e *echoes) unexpect(pod *corev1.Pod) {
-	e.forget(cache.ObjectName{Namespace: pod.Namespace, Name: pod.Name})
+// unexpectEcho drops the pod's note: the write failed, or made nothing new.
+func (r *Reconciler) unexpectEcho(mem *podMemory) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	mem.echoSeen()
 }
 
-// forget drops the pod's note (the pod is forgotten).
-func (e *echoes) forget(key cache.ObjectName) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	delete(e.byPod, key)
-}
-
-// takePodEcho reports whether new differs from old only by the noted swap,
-// and if so takes the note: the echo is seen once.
-func (e *echoes) takePodEcho(old, new *corev1.Pod) bool {
-	key := cache.ObjectName{Namespace: new.Namespace, Name: new.Name}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	n, ok := e.byPod[key]
-	if !ok || n.uid != new.UID || old.UID != new.UID || n.action.Kind != decision.ActionSwapImage {
+// takeEcho reports whether the event is the echo of the write noted for the
+// pod of that key and UID (echoOf says, given the noted write), and if so
+// takes the note: the echo is seen once.
+func (r *Reconciler) takeEcho(key cache.ObjectName, uid types.UID, echoOf func(decision.Action) bool) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m := r.pods[key]
+	if m == nil || !m.isFor(uid) {
 		return false
 	}
-	swapped, ok := withSwap(old, n.action)
-	if !ok || PodUpdateMatters(swapped, new) {
+	if a, ok := m.echoNoted(); !ok || !echoOf(a) {
 		return false
 	}
-	delete(e.byPod, key)
+	m.echoSeen()
 	return true
 }
 
-// takeCRREcho reports whether crr is the CRR the pod's noted create made,
-// showing no progress yet, and if so takes the note. A lagging cache may add
-// the CRR only once kruise has worked on it (or failed): that add is news.
-func (e *echoes) takeCRREcho(crr *kruisev1alpha1.ContainerRecreateRequest) bool {
-	key := cache.ObjectName{Namespace: crr.Namespace, Name: crr.Spec.PodName}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	n, ok := e.byPod[key]
-	if !ok || n.action.Kind != decision.ActionCreateCRR || crr.Name != n.action.CRRName ||
-		crr.Labels[LabelPodUID] != string(n.uid) || crr.Labels[LabelManagedBy] != ManagedByValue || !notStarted(crr) {
+// podEcho reports whether new differs from old only by the swap a.
+func podEcho(old, new *corev1.Pod, a decision.Action) bool {
+	if old.UID != new.UID || a.Kind != decision.ActionSwapImage {
 		return false
 	}
-	delete(e.byPod, key)
-	return true
+	swapped, ok := withSwap(old, a)
+	return ok && !PodUpdateMatters(swapped, new)
+}
+
+// crrEcho reports whether crr is the CRR the create a made, showing no
+// progress yet. A lagging cache may add the CRR only once kruise has worked
+// on it (or failed): that add is news.
+func crrEcho(crr *kruisev1alpha1.ContainerRecreateRequest, a decision.Action) bool {
+	return a.Kind == decision.ActionCreateCRR && crr.Name == a.CRRName &&
+		crr.Labels[LabelManagedBy] == ManagedByValue && notStarted(crr)
 }
 
 // notStarted reports whether the CRR's status shows no work on it yet.
@@ -183,7 +160,7 @@ func finishedByItself(old, new *corev1.Pod) bool {
 }
 
 // PodUpdateMatters is the pod handler's filter with what this reconciler
-// knows (see echoes): the pure filter's answer, except that the echo of
+// knows (see expectEcho): the pure filter's answer, except that the echo of
 // its own swap is not queued, and a pod that Succeeded by itself is
 // forgotten here rather than by a sync.
 func (r *Reconciler) PodUpdateMatters(old, new *corev1.Pod) bool {
@@ -197,11 +174,16 @@ func (r *Reconciler) PodUpdateMatters(old, new *corev1.Pod) bool {
 		r.forgetPod(cache.ObjectName{Namespace: new.Namespace, Name: new.Name}, new.UID)
 		return false
 	}
-	return !r.echoes.takePodEcho(old, new)
+	key := cache.ObjectName{Namespace: new.Namespace, Name: new.Name}
+	return !r.takeEcho(key, new.UID, func(a decision.Action) bool { return podEcho(old, new, a) })
 }
 
 // CRRAddMatters is the CRR handler's filter on an added CRR: not the add of
-// the CRR this reconciler just made (see echoes).
+// the CRR this reconciler just made (see expectEcho).
 func (r *Reconciler) CRRAddMatters(crr *kruisev1alpha1.ContainerRecreateRequest) bool {
-	return crr == nil || !r.echoes.takeCRREcho(crr)
+	if crr == nil {
+		return true
+	}
+	key := cache.ObjectName{Namespace: crr.Namespace, Name: crr.Spec.PodName}
+	return !r.takeEcho(key, types.UID(crr.Labels[LabelPodUID]), func(a decision.Action) bool { return crrEcho(crr, a) })
 }

@@ -61,3 +61,28 @@ func TestTheEchoOfItsOwnSwapIsDroppedOnlyOnTheHappyPath(t *testing.T) {
 		})
 	}
 }
+
+// What the echo filter remembers of a pod is forgotten with the pod: once a
+// sync finds the pod gone, an update that looks like the echo of its last
+// swap is no longer taken for it (the note lives in the pod's memory, and
+// goes with it).
+func TestForgettingAPodForgetsTheEchoOfItsWrite(t *testing.T) {
+	pod := podtest.Pod("p").Node("vk").Container("main", podtest.Exited(0, podtest.Epoch.Add(10*time.Second))).
+		Container("log", podtest.Env(decision.EnvTerminateWithImage, quickExit)).Build()
+	a, r, _ := newAPI(t, pod)
+	key := cache.ObjectName{Namespace: "default", Name: "p"}
+	if _, err := r.Sync(context.Background(), key); err != nil {
+		t.Fatal(err)
+	}
+	if len(a.writes) != 1 {
+		t.Fatalf("want one swap, got %v", a.writes)
+	}
+	old, echo := a.cachedPods["p"], a.pods["p"].DeepCopy()
+	delete(a.cachedPods, "p")
+	if _, err := r.Sync(context.Background(), key); err != nil {
+		t.Fatal(err)
+	}
+	if !r.PodUpdateMatters(old, echo) {
+		t.Error("the swap's echo dropped after the pod was forgotten: its note outlived the pod")
+	}
+}

@@ -1,29 +1,15 @@
 package reconciler
 
 import (
-	"context"
 	"sort"
 	"strings"
 	"time"
 
-	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
 )
-
-// LiveChecker is a Writer that can also read the API server directly. The
-// reconciler asks it only when the cache has not shown a write's effect
-// within the expectation timeout, or once per stale write: the few reads
-// that keep a lagging cache from being answered with a second write.
-type LiveChecker interface {
-	// LivePod reads the pod from the API server.
-	LivePod(ctx context.Context, namespace, name string) (*corev1.Pod, error)
-	// LiveCRR reads the named CRR from the API server; an error for which
-	// apierrors.IsNotFound is true when there is none.
-	LiveCRR(ctx context.Context, namespace, name string) (*kruisev1alpha1.ContainerRecreateRequest, error)
-}
 
 // awaitCache says whether the pod may be decided now, and if not, when to
 // look again. One write per pod under any backlog rests on two rules here:

@@ -265,7 +265,7 @@ func TestAnUnseenWriteIsCheckedLive(t *testing.T) {
 				a.clock.SetTime(podtest.Epoch.Add(50 * time.Second))
 			}
 			l := &liveAPI{apiFake: a, crrs: map[string]*kruisev1alpha1.ContainerRecreateRequest{}}
-			rec := reconciler.New(reconciler.DefaultConfig(), a, l, a, m, a.clock)
+			rec := reconciler.New(reconciler.DefaultConfig(), a, a, l, a, m, a.clock)
 			mustSync(t, rec, "p")
 			if tc.order && strings.Join(a.writes, ",") != "delete,crr" {
 				t.Fatalf("writes %v, want delete,crr", a.writes)
@@ -313,7 +313,7 @@ func TestAnUnseenWriteIsCheckedLive(t *testing.T) {
 func TestSlowUnseenWriteIsRevisitedWhenItsExpectationTimesOut(t *testing.T) {
 	f := newFixture(jobPod(markCRR))
 	slow := slowWorld{world: f.w, clock: f.clock, delay: 5 * time.Second}
-	f.rec = reconciler.New(reconciler.DefaultConfig(), f.w, slow, f.ev, f.metrics, f.clock)
+	f.rec = reconciler.New(reconciler.DefaultConfig(), f.w, slow, f.w, f.ev, f.metrics, f.clock)
 	after := f.sync(t)
 	if f.creates() != 1 {
 		t.Fatalf("first sync wrote %v, want one create", f.w.sent)

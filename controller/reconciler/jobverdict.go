@@ -40,16 +40,6 @@ const (
 
 var jobReadResults = []string{JobReadSettle, JobReadSwap, JobReadNoChange, JobReadNotFound, JobReadError}
 
-// jobReader is whichever side can read Jobs: the writer's client in the
-// controller, the live reader in explain.
-func (r *Reconciler) jobReader() (JobReader, bool) {
-	if jr, ok := r.write.(JobReader); ok {
-		return jr, true
-	}
-	jr, ok := r.read.(JobReader)
-	return jr, ok
-}
-
 // readJob is one GET of the pod's owning Job. A Job of that name with
 // another UID than the pod's owner reference is not the pod's Job.
 func readJob(ctx context.Context, jr JobReader, pod *corev1.Pod, name string) (*decision.JobFacts, error) {

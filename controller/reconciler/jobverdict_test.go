@@ -54,7 +54,7 @@ func newJobAPI(t *testing.T, rule batchv1.PodFailurePolicyRule, pods ...*corev1.
 	m := reconciler.NewMetrics(nil)
 	cfg := reconciler.DefaultConfig()
 	cfg.Policy.AllowedQuickExitImages = []string{quickExitImage}
-	return ja, reconciler.New(cfg, ja, ja, ja, m, a.clock), m
+	return ja, reconciler.New(cfg, ja, ja, ja, ja, m, a.clock), m
 }
 
 func onExitCodes(action batchv1.PodFailurePolicyAction, container string, op batchv1.PodFailurePolicyOnExitCodesOperator, values ...int32) batchv1.PodFailurePolicyRule {

@@ -45,7 +45,7 @@ func TestAStageMarkFromAnotherReplicaIsFollowedByItsCRRBeforeTheNextStage(t *tes
 	st1, st2 := decision.StageCRRName(pod, 1, 1), decision.StageCRRName(pod, 2, 1)
 	w := &liveWorld{world: &world{pod: pod, crrAPI: true, answers: map[string][]error{}}, live: map[string]*kruisev1alpha1.ContainerRecreateRequest{}}
 	w.live[st1] = otherReplicasCRR(build, st1, 1, issued, "fluent-bit")
-	f := newFixtureWriting(w.world, w)
+	f := newFixtureLive(w.world, w)
 	f.clock.SetTime(podtest.Epoch.Add(13 * time.Second))
 	f.sync(t)
 	if !strings.Contains(strings.Join(w.reads, ","), st1) {
@@ -70,7 +70,7 @@ func TestASwapAfterARefusedCRRWaitsForTheCRRAnotherReplicaMade(t *testing.T) {
 	w := &liveWorld{world: &world{pod: pod, crrAPI: true, answers: map[string][]error{}}, live: map[string]*kruisev1alpha1.ContainerRecreateRequest{}}
 	w.answers["crr "+st1] = []error{apierrors.NewInternalError(errors.New("simulated"))}
 	w.answers["swap"] = []error{apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, pod.Name, errors.New("simulated"))}
-	f := newFixtureWriting(w.world, w)
+	f := newFixtureLive(w.world, w)
 	f.clock.SetTime(podtest.Epoch.Add(11 * time.Second))
 	if _, err := f.rec.Sync(context.Background(), cache.ObjectName{Namespace: pod.Namespace, Name: pod.Name}); !apierrors.IsConflict(err) {
 		t.Fatalf("first sync: %v, want the swap's conflict", err)
@@ -110,7 +110,7 @@ func TestASecondAttemptWaitsForAFirstAttemptAnotherReplicaMadeAgain(t *testing.T
 	pod.Spec.TerminationGracePeriodSeconds = &grace
 	st1, st2 := decision.CRRName(pod, 1), decision.CRRName(pod, 2)
 	w := &liveWorld{world: &world{pod: pod, crrAPI: true, answers: map[string][]error{}}, live: map[string]*kruisev1alpha1.ContainerRecreateRequest{}}
-	f := newFixtureWriting(w.world, w)
+	f := newFixtureLive(w.world, w)
 	stripped := func(made time.Time) *kruisev1alpha1.ContainerRecreateRequest {
 		crr := stageCRR(st1, 0, "log")
 		crr.Labels = map[string]string{reconciler.LabelPodUID: string(pod.UID), reconciler.LabelAttempt: "1"}
@@ -171,7 +171,7 @@ func TestAStageCRRIsNotMadeBesideALaterStagesCRRAnotherReplicaMade(t *testing.T)
 	later := otherReplicasCRR(build, st2, 2, podtest.Epoch.Add(52*time.Second), "fluent-bit", "istio-proxy")
 	later.Labels[reconciler.LabelStage] = "2"
 	w.live[st2] = later
-	f := newFixtureWriting(w.world, w)
+	f := newFixtureLive(w.world, w)
 	f.clock.SetTime(podtest.Epoch.Add(53 * time.Second))
 	f.sync(t)
 	if !strings.Contains(strings.Join(w.reads, ","), st2) {

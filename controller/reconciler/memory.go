@@ -52,7 +52,6 @@ func (r *Reconciler) forgetPod(key cache.ObjectName, uid types.UID) {
 
 // forgetLocked forgets the pod; r.mu is held.
 func (r *Reconciler) forgetLocked(key cache.ObjectName) {
-	r.echoes.forget(key)
 	if m := r.pods[key]; m != nil && m.isTracked() {
 		r.tracked--
 	}

@@ -37,9 +37,9 @@ func (r *Reconciler) ExplainPlan(pod *corev1.Pod, now time.Time) (decision.Plan,
 		}
 	}
 	plan := decide(in)
-	if jr, ok := r.jobReader(); ok && plan.NeedsJob != "" {
+	if plan.NeedsJob != "" {
 		// explain reads the Job as the controller would, to show the rule.
-		if in.Job, err = readJob(context.Background(), jr, pod, plan.NeedsJob); err != nil {
+		if in.Job, err = readJob(context.Background(), r.live, pod, plan.NeedsJob); err != nil {
 			return plan, err
 		}
 		plan = decide(in)

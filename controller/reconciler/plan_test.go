@@ -95,7 +95,7 @@ func TestACorrectionIsDecidedAgainOnTheLivePod(t *testing.T) {
 				live = cached // the live pod is the cache's, as cached
 			}
 			w := &correctionWorld{world: f.w, livePod: live, liveErr: tc.err}
-			f.rec = reconciler.New(reconciler.DefaultConfig(), f.w, w, f.ev, f.metrics, f.clock)
+			f.rec = reconciler.New(reconciler.DefaultConfig(), f.w, f.w, w, f.ev, f.metrics, f.clock)
 			f.w.crrs = []*kruisev1alpha1.ContainerRecreateRequest{failed}
 			if !tc.early {
 				f.clock.SetTime(podtest.Epoch.Add(10*time.Second + time.Minute))
@@ -126,7 +126,7 @@ func TestACorrectionIsDecidedAgainOnTheLivePod(t *testing.T) {
 		fresh := donePod("q", "normal", markCRR)
 		f := newFixture(fresh)
 		w := &correctionWorld{world: f.w, livePod: fresh}
-		f.rec = reconciler.New(reconciler.DefaultConfig(), f.w, w, f.ev, f.metrics, f.clock)
+		f.rec = reconciler.New(reconciler.DefaultConfig(), f.w, f.w, w, f.ev, f.metrics, f.clock)
 		f.sync(t)
 		if w.podReads != 0 || strings.Join(f.w.sent, ",") != "crr "+decision.CRRName(fresh, 1) {
 			t.Errorf("live pod reads %d, writes %v; want none and the first CRR", w.podReads, f.w.sent)
@@ -155,7 +155,7 @@ func TestVirtualNodeSelectorChoosesTheSwap(t *testing.T) {
 			if !tc.selector {
 				cfg.VirtualNodeSelector = nil
 			}
-			rec := reconciler.New(cfg, a, a, a, nil, a.clock)
+			rec := reconciler.New(cfg, a, a, a, a, nil, a.clock)
 			plan, err := rec.Plan(a.cachedPods["p"], a.clock.Now())
 			if err != nil {
 				t.Fatal(err)

@@ -39,7 +39,11 @@ import (
 //     knowsCRR, crr;
 //   - the record of a decision: firstWarning, firstFailedKill, swapped,
 //     waiting/waitingSinceTime, lookForSecond, secondFound, noteSecond,
-//     readJob, and the tracked flag (isTracked/setTracked).
+//     readJob, and the tracked flag (isTracked/setTracked);
+//   - the echo note the informer's handlers read (echo.go): expectEcho
+//     before a write, echoNoted and echoSeen. These alone are called with
+//     the reconciler's lock held (Reconciler.mu), since the handlers run
+//     beside the pod's sync; the rest of the memory only its sync touches.
 type podMemory struct {
 	uid types.UID
 	// born is when this memory of the pod began (decision.Input.WatchedSince).
@@ -77,6 +81,9 @@ type podMemory struct {
 	// refusedCRRs: CRR creates of this controller that were refused (or got
 	// no answer and were not found made), by name (decision.Input.RefusedCRRs).
 	refusedCRRs map[string]decision.Action
+	// echo: the last write of a burst whose echo the informer's handlers
+	// have not seen yet (nil: none). Guarded by the reconciler's lock.
+	echo *decision.Action
 }
 
 // expectation is one write whose effect the cache has not shown yet.
@@ -370,3 +377,27 @@ func (m *podMemory) noteSecond()          { m.secondNoted = true }
 // (the API refuses the update), so one read serves every later sync.
 func (m *podMemory) readJob(f *decision.JobFacts) { m.jobFacts = f }
 func (m *podMemory) job() *decision.JobFacts      { return m.jobFacts }
+
+// expectEcho notes a write about to be sent whose echo the handlers are to
+// drop (burst), unless one is noted already: a second write before the
+// first's echo, like a write whose echo's sync has work (not burst), drops
+// the note, and the pod's next update goes to a sync.
+func (m *podMemory) expectEcho(a decision.Action, burst bool) {
+	if m.echo != nil || !burst {
+		m.echo = nil
+		return
+	}
+	m.echo = &a
+}
+
+// echoNoted is the write whose echo is to be dropped, if one is noted.
+func (m *podMemory) echoNoted() (decision.Action, bool) {
+	if m.echo == nil {
+		return decision.Action{}, false
+	}
+	return *m.echo, true
+}
+
+// echoSeen drops the note: its echo was seen, or the write failed or made
+// nothing new.
+func (m *podMemory) echoSeen() { m.echo = nil }

@@ -65,10 +65,13 @@ type Reconciler struct {
 	cfg     Config
 	read    Reader
 	write   Writer
+	live    LiveReader
 	events  Recorder
 	metrics *Metrics
 	clock   clock.PassiveClock
 
+	// mu guards pods and tracked, and the one part of a pod's memory the
+	// informer's handlers read beside its sync: the echo note (echo.go).
 	mu      sync.Mutex
 	pods    map[cache.ObjectName]*podMemory
 	tracked int // pods whose memory says tracked: kept, not recounted, so a sync stays O(1)
@@ -82,16 +85,21 @@ type Reconciler struct {
 	crrAPIServed atomic.Int64
 	// jobs: what was read of pods' owning Jobs (jobverdict.go).
 	jobs jobPolicies
-	// echoes: the writes whose echo the informer's handlers drop (echo.go).
-	echoes echoes
 }
 
-// New returns a reconciler. metrics may be nil.
-func New(cfg Config, r Reader, w Writer, events Recorder, metrics *Metrics, clk clock.PassiveClock) *Reconciler {
+// New returns a reconciler that reads the cluster through r (its caches),
+// writes through w, and reads past the caches through live (confirm.go).
+// live is required: a nil one panics, and a caller that means its
+// reconciler to read nothing live says so with NoLiveReads. metrics may be
+// nil.
+func New(cfg Config, r Reader, w Writer, live LiveReader, events Recorder, metrics *Metrics, clk clock.PassiveClock) *Reconciler {
+	if live == nil {
+		panic("reconciler.New: no LiveReader; pass NoLiveReads{} for a reconciler that is to read nothing live")
+	}
 	if metrics == nil {
 		metrics = NewMetrics(nil)
 	}
-	rec := &Reconciler{cfg: cfg, read: r, write: w, events: events, metrics: metrics, clock: clk,
+	rec := &Reconciler{cfg: cfg, read: r, write: w, live: live, events: events, metrics: metrics, clock: clk,
 		pods: map[cache.ObjectName]*podMemory{}}
 	metrics.watchWaiting(rec.oldestWaiting)
 	return rec

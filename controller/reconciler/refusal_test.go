@@ -10,6 +10,7 @@ import (
 
 	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -55,6 +56,23 @@ func (w *world) CRRs(*corev1.Pod) ([]*kruisev1alpha1.ContainerRecreateRequest, e
 }
 func (w *world) CRRAPIAvailable() bool { return w.crrAPI }
 func (w *world) RediscoverCRRAPI()     { w.rediscover++ }
+
+// LivePod, LiveCRR and LiveJob read the world as the API server holds it:
+// the pod and CRRs it shows (it has no cache apart), and no Job.
+func (w *world) LivePod(_ context.Context, _, name string) (*corev1.Pod, error) {
+	return w.Pod("", name)
+}
+func (w *world) LiveCRR(_ context.Context, _, name string) (*kruisev1alpha1.ContainerRecreateRequest, error) {
+	for _, c := range w.crrs {
+		if c.Name == name {
+			return c, nil
+		}
+	}
+	return nil, apierrors.NewNotFound(kruisev1alpha1.Resource("containerrecreaterequests"), name)
+}
+func (w *world) LiveJob(_ context.Context, _, name string) (*batchv1.Job, error) {
+	return nil, apierrors.NewNotFound(batchv1.Resource("jobs"), name)
+}
 
 func (w *world) answer(method string) error {
 	w.sent = append(w.sent, method)
@@ -117,16 +135,16 @@ type fixture struct {
 func newFixture(pod *corev1.Pod) *fixture {
 	f := &fixture{w: &world{pod: pod, crrAPI: true, answers: map[string][]error{}}, ev: &events{},
 		clock: clocktesting.NewFakeClock(podtest.Epoch.Add(11 * time.Second)), metrics: reconciler.NewMetrics(nil)}
-	f.rec = reconciler.New(reconciler.DefaultConfig(), f.w, f.w, f.ev, f.metrics, f.clock)
+	f.rec = reconciler.New(reconciler.DefaultConfig(), f.w, f.w, f.w, f.ev, f.metrics, f.clock)
 	return f
 }
 
-// newFixtureWriting is newFixture over w, writing (and reading live) through
-// writer: w itself wrapped with a LiveChecker.
-func newFixtureWriting(w *world, writer reconciler.Writer) *fixture {
+// newFixtureLive is newFixture over w, reading live through live (w
+// wrapped with an API server whose answers the test sets).
+func newFixtureLive(w *world, live reconciler.LiveReader) *fixture {
 	f := newFixture(w.pod)
 	f.w = w
-	f.rec = reconciler.New(reconciler.DefaultConfig(), w, writer, f.ev, f.metrics, f.clock)
+	f.rec = reconciler.New(reconciler.DefaultConfig(), w, w, live, f.ev, f.metrics, f.clock)
 	return f
 }
 
@@ -376,7 +394,7 @@ func TestSwappedSidecarThatNeverStartsIsFollowedThrough(t *testing.T) {
 	}
 	// A controller restart (no memory of the swap) does not move the bound.
 	f.clock.Step(bound - time.Second)
-	f.rec = reconciler.New(reconciler.DefaultConfig(), f.w, f.w, f.ev, f.metrics, f.clock)
+	f.rec = reconciler.New(reconciler.DefaultConfig(), f.w, f.w, f.w, f.ev, f.metrics, f.clock)
 	if after := f.sync(t); after <= 0 {
 		t.Fatalf("no requeue past the bound")
 	}
@@ -497,7 +515,7 @@ func TestASwapAnsweredBadRequestIsPermanent(t *testing.T) {
 
 func newFixtureWith(pod *corev1.Pod, cfg reconciler.Config) *fixture {
 	f := newFixture(pod)
-	f.rec = reconciler.New(cfg, f.w, f.w, f.ev, f.metrics, f.clock)
+	f.rec = reconciler.New(cfg, f.w, f.w, f.w, f.ev, f.metrics, f.clock)
 	return f
 }
 

@@ -24,7 +24,7 @@ func TestAStageCRRRefusedHereAndMadeByAnotherReplicaIsNotLeftBesideTheNext(t *te
 	}
 	pod := build(podtest.Running()).Build()
 	w := &liveWorld{world: &world{pod: pod, crrAPI: true, answers: map[string][]error{}}, live: map[string]*kruisev1alpha1.ContainerRecreateRequest{}}
-	f := newFixtureWriting(w.world, w)
+	f := newFixtureLive(w.world, w)
 	st1, st2 := decision.StageCRRName(pod, 1, 1), decision.StageCRRName(pod, 2, 1)
 	w.answers["crr "+st1] = []error{apierrors.NewForbidden(schema.GroupResource{}, st1, nil)}
 	f.clock.SetTime(podtest.Epoch.Add(11 * time.Second))

@@ -22,7 +22,7 @@ import (
 func TestAStageCRRMadeAgainByAnotherReplicaIsNotLeftBesideTheNext(t *testing.T) {
 	pod := shipperPod().Build()
 	w := &liveWorld{world: &world{pod: pod, crrAPI: true, answers: map[string][]error{}}, live: map[string]*kruisev1alpha1.ContainerRecreateRequest{}}
-	f := newFixtureWriting(w.world, w)
+	f := newFixtureLive(w.world, w)
 	st1, st2 := stageTwoRefused(t, f)
 	// The cache drops the deleted CRR; the other replica makes it again,
 	// which this one's cache does not show yet.

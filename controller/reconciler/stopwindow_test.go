@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
 	"github.com/sidecar-terminator/sidecar-terminator/controller/podtest"
@@ -26,35 +25,27 @@ import (
 // kruise's and another replica's doings on apiFake, and check the window by
 // what a new leader, whose memory is empty, does.
 
-// windowAPI is apiFake with the reads a LiveChecker makes, counted.
+// windowAPI is apiFake with its live reads of pods and CRRs counted.
 type windowAPI struct {
 	*apiFake
 	reads []string
 }
 
-func (l *windowAPI) LivePod(_ context.Context, _, name string) (*corev1.Pod, error) {
+func (l *windowAPI) LivePod(ctx context.Context, namespace, name string) (*corev1.Pod, error) {
 	l.reads = append(l.reads, "pod "+name)
-	if p := l.pods[name]; p != nil {
-		return p.DeepCopy(), nil
-	}
-	return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, name)
+	return l.apiFake.LivePod(ctx, namespace, name)
 }
 
-func (l *windowAPI) LiveCRR(_ context.Context, _, name string) (*kruisev1alpha1.ContainerRecreateRequest, error) {
+func (l *windowAPI) LiveCRR(ctx context.Context, namespace, name string) (*kruisev1alpha1.ContainerRecreateRequest, error) {
 	l.reads = append(l.reads, "crr "+name)
-	for _, c := range l.crrs {
-		if c.Name == name {
-			return c.DeepCopy(), nil
-		}
-	}
-	return nil, apierrors.NewNotFound(schema.GroupResource{Group: "apps.kruise.io", Resource: "containerrecreaterequests"}, name)
+	return l.apiFake.LiveCRR(ctx, namespace, name)
 }
 
 // newLeader is a replica that has just taken the lead: its memory is empty,
 // its cache shows the truth.
 func (l *windowAPI) newLeader(cfg reconciler.Config) *reconciler.Reconciler {
 	l.catchUp()
-	return reconciler.New(cfg, l.apiFake, l, l.apiFake, nil, l.clock)
+	return reconciler.New(cfg, l.apiFake, l, l, l.apiFake, nil, l.clock)
 }
 
 // longGracePod is a Job's pod whose main exited at 10 s and whose sidecar,
@@ -278,7 +269,7 @@ func TestAStaleViewDoesNotMoveTheAttemptRecordBack(t *testing.T) {
 	if n := recordedAttempt(l.pods["p"]); n != 2 {
 		t.Fatalf("replica a's record %q, want attempt 2", l.pods["p"].Annotations[decision.AnnotationCRRAttempts])
 	}
-	b := reconciler.New(reconciler.DefaultConfig(), l.apiFake, l, l.apiFake, nil, l.clock)
+	b := reconciler.New(reconciler.DefaultConfig(), l.apiFake, l, l, l.apiFake, nil, l.clock)
 	l.cachedPods, l.cachedCRRs = stalePods, staleCRRs
 	l.clock.SetTime(failedAt.Add(2 * time.Second))
 	_, _ = syncPod(t, b, "p")
@@ -296,7 +287,7 @@ func TestAStaleViewDoesNotMoveTheStopStageMarkBack(t *testing.T) {
 	l := newWindowAPI(t, pod)
 	theirs := "2 " + podtest.Epoch.Add(5*time.Second).UTC().Format(time.RFC3339)
 	l.pods["p"].Annotations[decision.AnnotationStopStage] = theirs
-	b := reconciler.New(reconciler.DefaultConfig(), l.apiFake, l, l.apiFake, nil, l.clock)
+	b := reconciler.New(reconciler.DefaultConfig(), l.apiFake, l, l, l.apiFake, nil, l.clock)
 	_, _ = syncPod(t, b, "p")
 	if got := l.pods["p"].Annotations[decision.AnnotationStopStage]; got != theirs {
 		t.Fatalf("writes %v: the stop-stage mark is %q, want %q, written by another replica after this one's view", l.writes, got, theirs)
@@ -417,7 +408,7 @@ func TestAStageDeleteWithoutAnswerIsCheckedBeforeTheNextStage(t *testing.T) {
 	crr.Spec.ActiveDeadlineSeconds = &deadline
 	w.crrs = []*kruisev1alpha1.ContainerRecreateRequest{crr}
 	w.live[st1] = crr
-	f := newFixtureWriting(w.world, w)
+	f := newFixtureLive(w.world, w)
 	f.clock.SetTime(podtest.Epoch.Add(15 * time.Second))
 	f.sync(t)
 	if len(w.sent) != 0 {

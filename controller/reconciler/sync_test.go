@@ -11,6 +11,7 @@ import (
 	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -53,7 +54,7 @@ func newAPI(t *testing.T, pods ...*corev1.Pod) (*apiFake, *reconciler.Reconciler
 	}
 	a.catchUp()
 	m := reconciler.NewMetrics(nil)
-	return a, reconciler.New(reconciler.DefaultConfig(), a, a, a, m, a.clock), m
+	return a, reconciler.New(reconciler.DefaultConfig(), a, a, a, a, m, a.clock), m
 }
 
 // catchUp makes the cache show the truth.
@@ -94,6 +95,28 @@ func (a *apiFake) CRRs(pod *corev1.Pod) ([]*kruisev1alpha1.ContainerRecreateRequ
 }
 
 func (a *apiFake) CRRAPIAvailable() bool { return true }
+
+// LivePod, LiveCRR and LiveJob read the truth, not the cache, as the
+// reconciler's live reads read the API server; the fake holds no Job.
+func (a *apiFake) LivePod(_ context.Context, _, name string) (*corev1.Pod, error) {
+	if p := a.pods[name]; p != nil {
+		return p.DeepCopy(), nil
+	}
+	return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, name)
+}
+
+func (a *apiFake) LiveCRR(_ context.Context, _, name string) (*kruisev1alpha1.ContainerRecreateRequest, error) {
+	for _, c := range a.crrs {
+		if c.Name == name {
+			return c.DeepCopy(), nil
+		}
+	}
+	return nil, apierrors.NewNotFound(schema.GroupResource{Group: "apps.kruise.io", Resource: "containerrecreaterequests"}, name)
+}
+
+func (a *apiFake) LiveJob(_ context.Context, _, name string) (*batchv1.Job, error) {
+	return nil, apierrors.NewNotFound(batchv1.Resource("jobs"), name)
+}
 
 func (a *apiFake) failed(kind string) error {
 	a.writes = append(a.writes, kind)
@@ -257,11 +280,14 @@ func TestSyncWaitsForItsWriteUntilTheCacheShowsIt(t *testing.T) {
 	}
 }
 
-// A write whose effect never reaches the cache is decided afresh after the
-// timeout, and counted; the CRR it made is remembered, not made again.
+// A write whose effect the cache never shows, and the API server shows no
+// longer (the CRR deleted before the cache listed it), is decided afresh
+// after the timeout, and counted; the CRR it made is remembered, not made
+// again.
 func TestSyncDecidesAfreshWhenAnExpectationTimesOut(t *testing.T) {
 	a, rec, m := newAPI(t, donePod("p", "normal", markCRR))
 	mustSync(t, rec, "p")
+	a.crrs = nil
 	a.clock.Step(59 * time.Second)
 	mustSync(t, rec, "p")
 	if len(a.writes) != 1 {
@@ -272,8 +298,8 @@ func TestSyncDecidesAfreshWhenAnExpectationTimesOut(t *testing.T) {
 	if n := testutil.ToFloat64(m.ExpectationsTimedOut); n != 1 {
 		t.Errorf("%v expectations timed out, want 1", n)
 	}
-	if len(a.writes) != 1 || len(a.crrs) != 1 {
-		t.Errorf("after the timeout: writes %v and %d CRRs, want the one create and 1", a.writes, len(a.crrs))
+	if len(a.writes) != 1 || len(a.crrs) != 0 {
+		t.Errorf("after the timeout: writes %v and %d CRRs, want the one create and none", a.writes, len(a.crrs))
 	}
 }
 

@@ -49,7 +49,7 @@ func TestOldestWaitingGauge(t *testing.T) {
 	}
 	pods := mapReader{"default/a": pod("a", t0), "default/b": pod("b", t0.Add(60*time.Second))}
 	m := NewMetrics(nil)
-	rec := New(DefaultConfig(), pods, podtest.NopWriter{}, nopEvents{}, m, clk)
+	rec := New(DefaultConfig(), pods, podtest.NopWriter{}, NoLiveReads{}, nopEvents{}, m, clk)
 	if got := testutil.ToFloat64(m.OldestWaiting); got != 0 {
 		t.Fatalf("before any sync: %v, want 0", got)
 	}
