@@ -4,11 +4,8 @@ import (
 	"context"
 
 	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
-	kruisescheme "github.com/openkruise/kruise-api/client/clientset/versioned/scheme"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 )
 
@@ -32,21 +29,26 @@ func restClient(c rest.Interface) rest.Interface {
 	return c
 }
 
-// createCRR is ContainerRecreateRequests(ns).Create without decoding the
-// answer.
-func createCRR(ctx context.Context, rc rest.Interface, crr *kruisev1alpha1.ContainerRecreateRequest, opts metav1.CreateOptions) error {
+// createCRR is ContainerRecreateRequests(ns).Create with
+// CreateOptions{FieldManager: fieldManager}, without decoding the answer.
+// The one option is set as the query parameter it becomes: converting the
+// options struct through the parameter codec (VersionedParams) was 1% of
+// the controller's CPU in a 20,000-pod burst, once per write, for the same
+// "fieldManager=..." every time.
+func createCRR(ctx context.Context, rc rest.Interface, crr *kruisev1alpha1.ContainerRecreateRequest, fieldManager string) error {
 	return rc.Post().Namespace(crr.Namespace).Resource("containerrecreaterequests").
-		VersionedParams(&opts, kruisescheme.ParameterCodec).Body(crr).Do(ctx).Error()
+		Param("fieldManager", fieldManager).Body(crr).Do(ctx).Error()
 }
 
-// patchPod is Pods(ns).Patch without decoding the answer; subresource is
+// patchPod is Pods(ns).Patch with PatchOptions{FieldManager: fieldManager}
+// (set as createCRR sets it), without decoding the answer; subresource is
 // "" or "status". Like the generated client, it asks for protobuf.
-func patchPod(ctx context.Context, rc rest.Interface, namespace, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresource string) error {
+func patchPod(ctx context.Context, rc rest.Interface, namespace, name string, pt types.PatchType, data []byte, fieldManager, subresource string) error {
 	req := rc.Patch(pt).UseProtobufAsDefault().Namespace(namespace).Resource("pods").Name(name)
 	if subresource != "" {
 		req = req.SubResource(subresource)
 	}
-	return req.VersionedParams(&opts, scheme.ParameterCodec).Body(data).Do(ctx).Error()
+	return req.Param("fieldManager", fieldManager).Body(data).Do(ctx).Error()
 }
 
 // EventSink writes events as client-go's EventSinkImpl does (in the

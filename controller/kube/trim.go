@@ -13,23 +13,25 @@ import (
 // TrimPod is the pod informer's transform: it keeps only what the decision,
 // the patches and the events read, so that a cluster full of Job pods costs
 // little memory. Container order and count are kept: patches address
-// containers by index.
+// containers by index. The strings that many pods repeat are shared
+// between them (intern.go).
 func TrimPod(obj any) (any, error) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
 		return obj, nil
 	}
+	in := podStrings.intern
 	out := &corev1.Pod{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name: pod.Name, GenerateName: pod.GenerateName, Namespace: pod.Namespace, UID: pod.UID,
+			Name: pod.Name, GenerateName: in(pod.GenerateName), Namespace: in(pod.Namespace), UID: pod.UID,
 			ResourceVersion: pod.ResourceVersion, DeletionTimestamp: pod.DeletionTimestamp,
 			Annotations: ourAnnotations(pod.Annotations), OwnerReferences: jobOwner(pod.OwnerReferences),
 		},
-		Spec: corev1.PodSpec{RestartPolicy: pod.Spec.RestartPolicy, NodeName: pod.Spec.NodeName,
+		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicy(in(string(pod.Spec.RestartPolicy))), NodeName: in(pod.Spec.NodeName),
 			TerminationGracePeriodSeconds: pod.Spec.TerminationGracePeriodSeconds},
 		Status: corev1.PodStatus{
-			Phase:                 pod.Status.Phase,
+			Phase:                 corev1.PodPhase(in(string(pod.Status.Phase))),
 			ContainerStatuses:     trimStatuses(pod.Status.ContainerStatuses),
 			InitContainerStatuses: trimStatuses(pod.Status.InitContainerStatuses),
 		},
@@ -45,26 +47,26 @@ func TrimPod(obj any) (any, error) {
 	for _, c := range pod.Spec.InitContainers {
 		// The image too: the plan lists every container with its image, and
 		// `explain` prints it.
-		out.Spec.InitContainers = append(out.Spec.InitContainers, corev1.Container{Name: c.Name, Image: capValue(c.Image),
+		out.Spec.InitContainers = append(out.Spec.InitContainers, corev1.Container{Name: in(c.Name), Image: in(capValue(c.Image)),
 			RestartPolicy: c.RestartPolicy, RestartPolicyRules: c.RestartPolicyRules})
 	}
 	// The container's restartPolicy and restartPolicyRules decide whether the
 	// kubelet runs it again (decision/restart.go): a main done by the pod's
 	// policy may not be done by its own.
 	for _, c := range pod.Spec.Containers {
-		out.Spec.Containers = append(out.Spec.Containers, corev1.Container{Name: c.Name, Image: capValue(c.Image), Env: ourEnv(c.Env),
+		out.Spec.Containers = append(out.Spec.Containers, corev1.Container{Name: in(c.Name), Image: in(capValue(c.Image)), Env: ourEnv(c.Env),
 			RestartPolicy: c.RestartPolicy, RestartPolicyRules: c.RestartPolicyRules})
 	}
 	for _, c := range pod.Status.Conditions {
 		// Type and status only (the settle patch needs to know whether the
 		// list is empty), and for ours when it was set.
-		trimmed := corev1.PodCondition{Type: c.Type, Status: c.Status}
+		trimmed := corev1.PodCondition{Type: corev1.PodConditionType(in(string(c.Type))), Status: corev1.ConditionStatus(in(string(c.Status)))}
 		if c.Type == decision.ConditionSidecarTerminated {
 			trimmed.LastTransitionTime = c.LastTransitionTime
 			if c.Message == decision.KruiseSettleMessage {
 				// OpenKruise's own SidecarTerminator settled it
 				// (decision/second.go); any other message is not kept.
-				trimmed.Message = c.Message
+				trimmed.Message = decision.KruiseSettleMessage
 			}
 		}
 		out.Status.Conditions = append(out.Status.Conditions, trimmed)
@@ -79,7 +81,7 @@ func ourAnnotations(in map[string]string) map[string]string {
 			if out == nil {
 				out = map[string]string{}
 			}
-			out[k] = capValue(v)
+			out[k] = podStrings.intern(capValue(v))
 		}
 	}
 	for k := range in {
@@ -88,7 +90,7 @@ func ourAnnotations(in map[string]string) map[string]string {
 			if out == nil {
 				out = map[string]string{}
 			}
-			out[k] = ""
+			out[podStrings.intern(k)] = ""
 		}
 	}
 	return out
@@ -110,12 +112,12 @@ func ourEnv(in []corev1.EnvVar) []corev1.EnvVar {
 	for _, e := range in {
 		switch e.Name {
 		case decision.EnvTerminate, decision.EnvTerminateWithImage, decision.EnvIgnoreExitCode:
-			e.Value = capValue(e.Value)
+			e.Name, e.Value = podStrings.intern(e.Name), podStrings.intern(capValue(e.Value))
 			out = append(out, e)
 		default:
 			if decision.NearMissEnv(e.Name) != "" {
 				// The name alone, for the near-miss Warning.
-				out = append(out, corev1.EnvVar{Name: e.Name})
+				out = append(out, corev1.EnvVar{Name: podStrings.intern(e.Name)})
 			}
 		}
 	}
@@ -128,20 +130,25 @@ func trimStatuses(in []corev1.ContainerStatus) []corev1.ContainerStatus {
 	}
 	out := make([]corev1.ContainerStatus, len(in))
 	for i, s := range in {
-		out[i] = corev1.ContainerStatus{Name: s.Name, State: s.State, RestartCount: s.RestartCount, ContainerID: s.ContainerID, Image: capValue(s.Image)}
+		out[i] = corev1.ContainerStatus{Name: podStrings.intern(s.Name), State: s.State, RestartCount: s.RestartCount,
+			ContainerID: s.ContainerID, Image: podStrings.intern(capValue(s.Image))}
 		if w := s.State.Waiting; w != nil {
 			// The kubelet's message quotes the image, which the pod's
 			// author chose; nothing reads it.
-			out[i].State.Waiting = &corev1.ContainerStateWaiting{Reason: capValue(w.Reason)}
+			out[i].State.Waiting = &corev1.ContainerStateWaiting{Reason: podStrings.intern(capValue(w.Reason))}
 		}
 		if t := s.LastTerminationState.Terminated; t != nil {
 			out[i].LastTerminationState.Terminated = &corev1.ContainerStateTerminated{ExitCode: t.ExitCode, FinishedAt: t.FinishedAt}
 		}
 		if t := out[i].State.Terminated; t != nil {
-			out[i].State.Terminated = &corev1.ContainerStateTerminated{ExitCode: t.ExitCode, StartedAt: t.StartedAt, FinishedAt: t.FinishedAt, ContainerID: t.ContainerID}
+			id := t.ContainerID
+			if id == s.ContainerID {
+				id = s.ContainerID // one copy of the two the kubelet wrote
+			}
+			out[i].State.Terminated = &corev1.ContainerStateTerminated{ExitCode: t.ExitCode, StartedAt: t.StartedAt, FinishedAt: t.FinishedAt, ContainerID: id}
 			if t.Reason == decision.RestartingAllContainersReason {
 				// The kubelet stopped it to restart the whole pod in place.
-				out[i].State.Terminated.Reason = t.Reason
+				out[i].State.Terminated.Reason = decision.RestartingAllContainersReason
 			}
 		}
 	}
@@ -189,12 +196,17 @@ func StripManagedFields(obj any) (any, error) {
 	return obj, nil
 }
 
+// isController is the one Controller pointer of the cached pods' owner
+// references (the cache's objects are never written).
+var isController = func() *bool { t := true; return &t }()
+
 // jobOwner keeps only the pod's controlling Job reference, if any (one, so
 // bounded): decision.JobOwned reads it to skip the live read before a CRR.
 func jobOwner(refs []metav1.OwnerReference) []metav1.OwnerReference {
 	for _, r := range refs {
 		if r.Controller != nil && *r.Controller && r.Kind == "Job" && r.APIVersion == "batch/v1" {
-			return []metav1.OwnerReference{{APIVersion: r.APIVersion, Kind: r.Kind, Name: r.Name, UID: r.UID, Controller: r.Controller}}
+			// The constants, not the decoded copies: every pod's are the same.
+			return []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: r.Name, UID: r.UID, Controller: isController}}
 		}
 	}
 	return nil

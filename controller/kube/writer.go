@@ -68,7 +68,7 @@ func (w Writer) CreateCRR(ctx context.Context, crr *kruisev1alpha1.ContainerRecr
 	opts := metav1.CreateOptions{FieldManager: FieldManager}
 	var err error
 	if rc := restClient(w.Kruise.AppsV1alpha1().RESTClient()); rc != nil {
-		err = createCRR(ctx, rc, crr, opts)
+		err = createCRR(ctx, rc, crr, opts.FieldManager)
 	} else {
 		_, err = crrs.Create(ctx, crr, opts)
 	}
@@ -111,7 +111,7 @@ func (w Writer) PatchPodStatus(ctx context.Context, namespace, name string, patc
 func (w Writer) patchPod(ctx context.Context, namespace, name string, pt types.PatchType, patch []byte, subresource string) error {
 	opts := metav1.PatchOptions{FieldManager: FieldManager}
 	if rc := restClient(w.Client.CoreV1().RESTClient()); rc != nil {
-		return patchPod(ctx, rc, namespace, name, pt, patch, opts, subresource)
+		return patchPod(ctx, rc, namespace, name, pt, patch, opts.FieldManager, subresource)
 	}
 	var sub []string
 	if subresource != "" {

@@ -1,0 +1,137 @@
+package kube
+
+import (
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+	"unsafe"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
+)
+
+// kubeletJobPod is a Job's pod as the API server sends it once its main has
+// exited: what the kubelet, the Job controller and the scheduler wrote.
+func kubeletJobPod(i int) *corev1.Pod {
+	at := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	name := fmt.Sprintf("batch-%d-x7k2p", i)
+	conds := []corev1.PodCondition{}
+	for _, t := range []corev1.PodConditionType{"PodReadyToStartContainers", corev1.PodInitialized, corev1.PodReady, corev1.ContainersReady, corev1.PodScheduled} {
+		conds = append(conds, corev1.PodCondition{Type: t, Status: corev1.ConditionTrue, LastTransitionTime: at})
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, GenerateName: fmt.Sprintf("batch-%d-", i), Namespace: "team-analytics",
+			UID: types.UID(fmt.Sprintf("3f0c1d9e-4b2a-4c1e-9d7f-%012d", i)), ResourceVersion: fmt.Sprint(1000000 + i),
+			Labels: map[string]string{"batch.kubernetes.io/job-name": fmt.Sprintf("batch-%d", i), "batch.kubernetes.io/controller-uid": "u"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: fmt.Sprintf("batch-%d", i),
+				UID: types.UID(fmt.Sprintf("9a8b7c6d-0000-4000-8000-%012d", i)), Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}},
+		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, NodeName: "node-17.example.internal", TerminationGracePeriodSeconds: ptr.To[int64](30),
+			Containers: []corev1.Container{
+				{Name: "main", Image: "registry.example.com/analytics/batch-runner:2.14.3", Args: []string{"--shard", fmt.Sprint(i)}},
+				{Name: "log-shipper", Image: "registry.example.com/platform/log-shipper:1.9.0",
+					Env: []corev1.EnvVar{{Name: "LOG_LEVEL", Value: "info"}, {Name: decision.EnvTerminate, Value: "true"}}},
+			}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: conds, HostIP: "10.0.3.17", PodIP: "10.244.3.91",
+			ContainerStatuses: []corev1.ContainerStatus{
+				{Name: "main", Image: "registry.example.com/analytics/batch-runner:2.14.3", ImageID: "registry.example.com/analytics/batch-runner@sha256:0123",
+					ContainerID: fmt.Sprintf("containerd://%064d", i), State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+						ExitCode: 0, Reason: "Completed", StartedAt: at, FinishedAt: at, ContainerID: fmt.Sprintf("containerd://%064d", i)}}},
+				{Name: "log-shipper", Image: "registry.example.com/platform/log-shipper:1.9.0", ImageID: "registry.example.com/platform/log-shipper@sha256:4567",
+					ContainerID: fmt.Sprintf("containerd://%064d", i+1), Ready: true, Started: ptr.To(true),
+					State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: at}}},
+			}},
+	}
+}
+
+// BenchmarkTrimPodRetained reports the heap a trimmed pod keeps alive in the
+// cache (retained-B/pod), the figure a burst's peak heap grows by per pod.
+func BenchmarkTrimPodRetained(b *testing.B) {
+	const pods = 10000
+	wire := make([][]byte, pods)
+	for i := range wire {
+		data, err := kubeletJobPod(i).Marshal()
+		if err != nil {
+			b.Fatal(err)
+		}
+		wire[i] = data
+	}
+	kept := make([]any, pods)
+	var before, after runtime.MemStats
+	b.ResetTimer()
+	for range b.N {
+		clear(kept)
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		for i, data := range wire {
+			// Decoded one by one, as the informer does: no two pods
+			// share the memory of a string, and the decoded pod is
+			// garbage once trimmed.
+			pod := &corev1.Pod{}
+			if err := pod.Unmarshal(data); err != nil {
+				b.Fatal(err)
+			}
+			kept[i], _ = TrimPod(pod)
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/pods, "retained-B/pod")
+	b.ReportMetric(float64(after.HeapObjects-before.HeapObjects)/pods, "retained-objects/pod")
+	runtime.KeepAlive(kept)
+}
+
+// Pods decoded apart share the strings that Job pods repeat once trimmed
+// (namespace, node, images, container and env names), keep one copy of a
+// terminated container's ID, and decide as the full pods do.
+func TestTrimmedPodsShareRepeatedStrings(t *testing.T) {
+	var trimmed [2]*corev1.Pod
+	for i := range trimmed {
+		data, err := kubeletJobPod(i).Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		full := &corev1.Pod{}
+		if err := full.Unmarshal(data); err != nil {
+			t.Fatal(err)
+		}
+		obj, _ := TrimPod(full)
+		trimmed[i] = obj.(*corev1.Pod)
+		in := func(p *corev1.Pod) decision.Input {
+			return decision.Input{Pod: p, Node: decision.Node{Name: p.Spec.NodeName, Found: true}, CRRAPI: true,
+				Now: time.Date(2026, 1, 1, 0, 1, 0, 0, time.UTC), Policy: decision.DefaultPolicy()}
+		}
+		got, want := decision.Decide(in(trimmed[i])), decision.Decide(in(full))
+		if got.Verdict != want.Verdict || got.Reason != want.Reason || len(got.Actions) != len(want.Actions) {
+			t.Errorf("pod %d decides %s (%s) trimmed, %s (%s) full", i, got.Verdict, got.Reason, want.Verdict, want.Reason)
+		}
+	}
+	a, b := trimmed[0], trimmed[1]
+	same := map[string][2]string{
+		"namespace":         {a.Namespace, b.Namespace},
+		"node":              {a.Spec.NodeName, b.Spec.NodeName},
+		"phase":             {string(a.Status.Phase), string(b.Status.Phase)},
+		"main's image":      {a.Spec.Containers[0].Image, b.Spec.Containers[0].Image},
+		"sidecar's name":    {a.Spec.Containers[1].Name, b.Spec.Containers[1].Name},
+		"sidecar's env":     {a.Spec.Containers[1].Env[0].Name, b.Spec.Containers[1].Env[0].Name},
+		"status image":      {a.Status.ContainerStatuses[1].Image, b.Status.ContainerStatuses[1].Image},
+		"condition type":    {string(a.Status.Conditions[2].Type), string(b.Status.Conditions[2].Type)},
+		"owner's kind":      {a.OwnerReferences[0].Kind, b.OwnerReferences[0].Kind},
+		"spec/status image": {a.Spec.Containers[0].Image, a.Status.ContainerStatuses[0].Image},
+	}
+	for what, pair := range same {
+		if pair[0] != pair[1] {
+			t.Errorf("%s: %q and %q differ", what, pair[0], pair[1])
+		} else if unsafe.StringData(pair[0]) != unsafe.StringData(pair[1]) {
+			t.Errorf("%s %q: two copies kept", what, pair[0])
+		}
+	}
+	if s := a.Status.ContainerStatuses[0]; unsafe.StringData(s.ContainerID) != unsafe.StringData(s.State.Terminated.ContainerID) {
+		t.Errorf("terminated container's ID %q kept twice", s.ContainerID)
+	}
+}
