@@ -302,23 +302,10 @@ func (s *countingSink) Patch(e *corev1.Event, data []byte) (*corev1.Event, error
 // together are not a burst: their events go at once, for whoever watches.
 const burstWrites = 20
 
-// liveWriter is what the controller writes and reads live through: the
-// reconciler's Writer, and the live reads its confirm step makes
-// (reconciler.LiveChecker, reconciler.JobReader). lastWrite embeds it whole,
-// so that wrapping the API writer cannot hide a read: the reconciler finds
-// them on its Writer, and a wrapper whose method set lacked them left every
-// confirm of a plan and the Job's podFailurePolicy unread in the binary
-// while every reconciler test, given a plain fake, passed.
-type liveWriter interface {
-	reconciler.Writer
-	reconciler.LiveChecker
-	reconciler.JobReader
-}
-
 // lastWrite counts the controller's writes over the last second or two,
 // for the events to give way to a burst of writes.
 type lastWrite struct {
-	liveWriter
+	reconciler.Writer
 	now       func() time.Time // time.Now when nil
 	mu        sync.Mutex
 	sec       int64 // the Unix second cur counts
@@ -366,25 +353,25 @@ func (w *lastWrite) bursting() bool { return w.recent() >= burstWrites }
 
 func (w *lastWrite) CreateCRR(ctx context.Context, crr *kruisev1alpha1.ContainerRecreateRequest, readPodFirst bool) error {
 	w.note()
-	return w.liveWriter.CreateCRR(ctx, crr, readPodFirst)
+	return w.Writer.CreateCRR(ctx, crr, readPodFirst)
 }
 
 func (w *lastWrite) DeleteCRR(ctx context.Context, namespace, name string) error {
 	w.note()
-	return w.liveWriter.DeleteCRR(ctx, namespace, name)
+	return w.Writer.DeleteCRR(ctx, namespace, name)
 }
 
 func (w *lastWrite) PatchPod(ctx context.Context, namespace, name string, patch []byte) error {
 	w.note()
-	return w.liveWriter.PatchPod(ctx, namespace, name, patch)
+	return w.Writer.PatchPod(ctx, namespace, name, patch)
 }
 
 func (w *lastWrite) PatchPodStatus(ctx context.Context, namespace, name string, patch []byte) error {
 	w.note()
-	return w.liveWriter.PatchPodStatus(ctx, namespace, name, patch)
+	return w.Writer.PatchPodStatus(ctx, namespace, name, patch)
 }
 
 func (w *lastWrite) AnnotatePod(ctx context.Context, namespace, name string, uid types.UID, key, value string) error {
 	w.note()
-	return w.liveWriter.AnnotatePod(ctx, namespace, name, uid, key, value)
+	return w.Writer.AnnotatePod(ctx, namespace, name, uid, key, value)
 }

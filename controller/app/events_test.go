@@ -13,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/sidecar-terminator/sidecar-terminator/controller/podtest"
 )
 
 // slowSink stands in for an API server under a burst: each write takes a while.
@@ -132,7 +134,7 @@ func TestShutdownWritesDeferredEvents(t *testing.T) {
 
 func TestLastWriteNotesEachWrite(t *testing.T) {
 	now := time.Unix(1000, 0)
-	w := &lastWrite{liveWriter: liveNop{reads: new(int)}, now: func() time.Time { return now }}
+	w := &lastWrite{Writer: podtest.NopWriter{}, now: func() time.Time { return now }}
 	if n := w.recent(); n != 0 {
 		t.Fatalf("no write yet, but recent() = %d", n)
 	}
@@ -157,7 +159,7 @@ func TestLastWriteNotesEachWrite(t *testing.T) {
 
 func TestLastWriteBurstIsARateNotOneWrite(t *testing.T) {
 	now := time.Unix(1000, 0)
-	w := &lastWrite{liveWriter: liveNop{reads: new(int)}, now: func() time.Time { return now }}
+	w := &lastWrite{Writer: podtest.NopWriter{}, now: func() time.Time { return now }}
 	ctx := context.Background()
 	// A few Jobs finishing together: not a burst, their events go at once.
 	for range burstWrites - 1 {

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
 	kruisefake "github.com/openkruise/kruise-api/client/clientset/versioned/fake"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -23,26 +22,6 @@ import (
 	"github.com/sidecar-terminator/sidecar-terminator/controller/podtest"
 	"github.com/sidecar-terminator/sidecar-terminator/controller/reconciler"
 )
-
-// liveNop is a Writer that also reads live, and counts the reads (the
-// write counter's tests, events_test.go, wrap it).
-type liveNop struct {
-	podtest.NopWriter
-	reads *int
-}
-
-func (l liveNop) LivePod(context.Context, string, string) (*corev1.Pod, error) {
-	*l.reads++
-	return &corev1.Pod{}, nil
-}
-func (l liveNop) LiveCRR(context.Context, string, string) (*kruisev1alpha1.ContainerRecreateRequest, error) {
-	*l.reads++
-	return &kruisev1alpha1.ContainerRecreateRequest{}, nil
-}
-func (l liveNop) LiveJob(context.Context, string, string) (*batchv1.Job, error) {
-	*l.reads++
-	return &batchv1.Job{}, nil
-}
 
 // The reconciler the controller runs reads live from the API server, and
 // its writes reach the counter the events give way to. A failed pod of a

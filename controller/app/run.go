@@ -310,6 +310,6 @@ func serve(ctx context.Context, what, paths, addr string, h http.Handler, errs c
 // counter the events give way to (lastWrite), and reads live straight from
 // the API server through api.
 func newReconciler(cfg reconciler.Config, caches reconciler.Reader, api kube.Writer, events reconciler.Recorder, metrics *reconciler.Metrics) (*reconciler.Reconciler, *lastWrite) {
-	writer := &lastWrite{liveWriter: api}
+	writer := &lastWrite{Writer: api}
 	return reconciler.New(cfg, caches, writer, api, events, metrics, clock.RealClock{}), writer
 }
