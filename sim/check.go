@@ -221,6 +221,9 @@ func (ch *Checker) podChanged(e *podEntry, old *corev1.Pod) {
 	phase := e.obj.Status.Phase
 	if phase == corev1.PodFailed {
 		ch.failJobLater(e)
+		if old == nil || old.Status.Phase != corev1.PodFailed {
+			ch.phaseFromMains(e)
+		}
 	}
 	if tr.terminalAt.IsZero() && (phase == corev1.PodSucceeded || phase == corev1.PodFailed) {
 		tr.terminalAt = s.now()
@@ -233,6 +236,30 @@ func (ch *Checker) podChanged(e *podEntry, old *corev1.Pod) {
 	if !tr.mainsDoneAt.IsZero() && tr.stoppedAt.IsZero() && sidecarsStopped(e) {
 		tr.stoppedAt = s.now()
 		ch.latencies = append(ch.latencies, tr.stoppedAt.Sub(tr.mainsDoneAt))
+	}
+}
+
+// phaseFromMains: a pod whose ignore-exit-code sidecars only failed it
+// must not end Failed by their exits after stops of ours while every main
+// exited 0; its phase is settled from the mains before they are stopped.
+// A stop landing on a phase the kubelet wrote back is such a stop.
+func (ch *Checker) phaseFromMains(e *podEntry) {
+	if e.obj.Status.Phase != corev1.PodFailed || len(e.truth.ignoring) == 0 {
+		return
+	}
+	var failedBy []string
+	for _, cs := range e.obj.Status.ContainerStatuses {
+		t := cs.State.Terminated
+		if t == nil || t.ExitCode == 0 {
+			continue
+		}
+		if _, killed := e.truth.killed[cs.Name]; !e.truth.ignoring[cs.Name] || !killed {
+			return
+		}
+		failedBy = append(failedBy, fmt.Sprintf("%s=%d", cs.Name, t.ExitCode))
+	}
+	if len(failedBy) > 0 {
+		ch.violate("safety", e, "the pod ended Failed though every main exited 0: the exits of ignore-exit-code sidecars stopped by us (%s) decided its phase", strings.Join(failedBy, ", "))
 	}
 }
 

@@ -20,28 +20,28 @@ import (
 const syncCost = 500 * time.Microsecond
 
 // measuredWriteCost is the virtual time each API call of a sync (a write, a
-// live read) holds the worker on top of its SyncCost, in the scenarios that
-// set WriteCost to it. The simulated controller has one worker; the real
-// one has 32, each waiting for the API server's answer. Measured on the real
-// API server under a burst (e2e/bench's breakdown of the controller, 2,000
-// and 20,000 pods on one loaded 2-core machine: 116-381 ms a request, 210 ms
-// at 20,000): 128 ms over 32 workers is 4 ms of one worker's time per call.
-// Without it a sync that writes costs what one that writes nothing costs
-// (the decision alone, about 40 µs measured, 0.5 ms here), and the
-// simulated controller writes 2,000 times a second where the real one
-// wrote 80-280 times (docs/measurements.md, "Simulator against the
-// measurements"). It is not the default: with it the 200,000-pod soak met a
-// safety violation (seed 1086: an ignore-exit-code sidecar's CRR stop landing
-// after a re-settle of the phase the kubelet had written back), a timing the
-// default model had not reached; until that is fixed the soak keeps the
-// timing it was proved with.
+// live read) holds the worker on top of its SyncCost: every scenario's
+// unless it says otherwise (Scenario.WriteCost, FreeWrites). The simulated
+// controller has one worker; the real one has 32, each waiting for the API
+// server's answer. Measured on the real API server under a burst (e2e/bench's
+// breakdown of the controller, 2,000 and 20,000 pods on one loaded 2-core
+// machine: 116-381 ms a request, 210 ms at 20,000): 128 ms over 32 workers is
+// 4 ms of one worker's time per call. Without it a sync that writes costs
+// what one that writes nothing costs (the decision alone, about 40 µs
+// measured, 0.5 ms here), and the simulated controller wrote 2,000 times a
+// second where the real one wrote 80-280 times (docs/measurements.md,
+// "Simulator against the measurements").
 const measuredWriteCost = 4 * time.Millisecond
 
 // Options tune a run beyond its scenario.
 type Options struct {
-	Pods     int       // overrides the scenario's pod count when set
-	TraceOut io.Writer // every trace line, or TracePod's only
-	TracePod string
+	Pods int // overrides the scenario's pod count when set
+	// WriteCost, when set, overrides the scenario's; FreeWrites makes API
+	// calls cost the worker nothing (Scenario.FreeWrites).
+	WriteCost  time.Duration
+	FreeWrites bool
+	TraceOut   io.Writer // every trace line, or TracePod's only
+	TracePod   string
 	// WrapReader sits between the controller and its cache. It exists for
 	// tests that plant a bug (a Reader that lies) to show the checker fails.
 	WrapReader func(reconciler.Reader) reconciler.Reader
@@ -211,7 +211,7 @@ func (c *controller) deliver(apply, relist func()) {
 			}
 		}
 	}
-	if s.chance(f.DropEvents) {
+	if s.loseEvents || s.chance(f.DropEvents) {
 		s.stats.dropped++
 		s.after(s.jitter(f.RelistAfter, 0.5), run(relist))
 		return

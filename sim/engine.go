@@ -57,6 +57,10 @@ type Sim struct {
 	// maxInstant is the most steps taken at one virtual instant so far.
 	maxInstant uint64
 
+	// loseEvents: the watches lose the events delivered now
+	// (Faults.WriteBackUnseen).
+	loseEvents bool
+
 	world *World
 	ctrls []*controller
 	check *Checker
@@ -69,6 +73,10 @@ func New(sc Scenario, seed uint64, opts Options) *Sim {
 	if opts.Pods > 0 {
 		sc.Pods = opts.Pods
 	}
+	if opts.WriteCost > 0 {
+		sc.WriteCost = opts.WriteCost
+	}
+	sc.FreeWrites = sc.FreeWrites || opts.FreeWrites
 	sc = sc.withDefaults()
 	s := &Sim{
 		sc: sc, seed: seed, opts: opts,

@@ -57,6 +57,10 @@ type Faults struct {
 	// the kubelet's status manager writes its cached phase (Running) back
 	// once, before it syncs the pod, so the controller must settle again.
 	KubeletPhaseWriteBack float64
+	// WriteBackUnseen: the controller's watch loses the event of that
+	// write-back, and its cache shows the phase written back only at the
+	// relist; it stands for a watch that lags past the kubelet's grace.
+	WriteBackUnseen bool
 	// CRRLabelStripped: a policy engine strips our managed-by label from
 	// every CRR as it is admitted, so the controller's informer, which
 	// lists by that label, never shows the CRRs it made.
@@ -115,6 +119,7 @@ func (f Faults) String() string {
 	add(f.CRRWebhook != WebhookAdmits, "crr-webhook=%s@%s", f.CRRWebhook, f.CRRWebhookFrom)
 	add(f.CRRTTL > 0, "crr-ttl=%s", f.CRRTTL)
 	add(f.KubeletPhaseWriteBack > 0, "phase-write-back=%.2f", f.KubeletPhaseWriteBack)
+	add(f.WriteBackUnseen, "write-back-unseen")
 	add(f.CRRLabelStripped, "crr-label-stripped")
 	add(f.APIServerDownFor > 0, "apiserver-restart@%s(down %s, 403 %s)", f.APIServerDownFrom, f.APIServerDownFor, f.AuthzUnsyncedFor)
 	if len(out) == 0 {

@@ -206,7 +206,9 @@ func (s *Sim) kubeletWriteBack(e *podEntry) {
 	pod := *e.obj
 	pod.Status.Phase = e.rt.Status().Phase
 	s.trace.add(e.obj.Name, "kubelet writes its cached phase %s back over %s", pod.Status.Phase, e.obj.Status.Phase)
+	s.loseEvents = s.sc.Faults.WriteBackUnseen
 	s.world.replacePod(e, &pod)
+	s.loseEvents = false
 }
 
 // jobController deletes a pod whose mains restarted more than its Job's

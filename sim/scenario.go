@@ -70,8 +70,10 @@ type Scenario struct {
 	// a burst then queues (zero: syncCost).
 	SyncCost time.Duration
 	// WriteCost is how long each API call of a sync holds the worker on
-	// top of SyncCost (zero: none; measuredWriteCost is the measured one).
-	WriteCost time.Duration
+	// top of SyncCost (zero: measuredWriteCost). FreeWrites makes the calls
+	// cost the worker nothing, as the model did before it was measured.
+	WriteCost  time.Duration
+	FreeWrites bool
 }
 
 // NodeGroup is Count identical nodes.
@@ -182,6 +184,12 @@ func (sc Scenario) withDefaults() Scenario {
 	}
 	if sc.SyncCost == 0 {
 		sc.SyncCost = syncCost
+	}
+	switch {
+	case sc.FreeWrites:
+		sc.WriteCost = 0
+	case sc.WriteCost == 0:
+		sc.WriteCost = measuredWriteCost
 	}
 	if sc.Quiesce == 0 {
 		sc.Quiesce = 3 * time.Minute

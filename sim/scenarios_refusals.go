@@ -90,6 +90,11 @@ var refusalScenarios = []Scenario{
 			never("wb-ignore", job(), sidecar("logger", "ignore", markCRR, markIgnore)),
 			never("wb-ignore-failed", mainC("main", 5*time.Second, 30*time.Second, 3), sidecar("logger", "ignore", markCRR, markIgnore)),
 			never("wb-two", job(), sidecar("proxy", "exit:0", markCRR), sidecar("logger", "ignore", markCRR, markIgnore))}},
+	{Name: "settle-written-back-unseen", Purpose: "the same, with the controller's watch losing the write-back's event (seen at the relist, minutes later, past the kubelet's grace): a stop past the grace reads the live phase first, and settles again where the kubelet wrote it back, never stopping a sidecar of a Running pod",
+		Faults: Faults{KubeletPhaseWriteBack: 1, WriteBackUnseen: true, CacheLag: time.Second}, Nodes: normalNodes, Templates: []Template{
+			never("wbu-ignore", job(), sidecar("logger", "ignore", markCRR, markIgnore)),
+			never("wbu-ignore-failed", mainC("main", 5*time.Second, 30*time.Second, 3), sidecar("logger", "ignore", markCRR, markIgnore)),
+			never("wbu-two", job(), sidecar("proxy", "exit:0", markCRR), sidecar("logger", "ignore", markCRR, markIgnore))}},
 
 	// Item 6: expectations are revisited.
 	{Name: "crr-label-stripped", Purpose: "a policy engine strips our label from every CRR and kruise never acts on them: nothing wakes the pod, the expectation's timeout does; then a Warning, and a swap where an image is known",

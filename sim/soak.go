@@ -164,6 +164,11 @@ func SoakScenario(seed uint64, pods int) Scenario {
 	if pick(0.5) {
 		templates = append(templates, jobPolicyTemplates(r)...)
 	}
+	// The kubelet's write-back (drawn above) lost by the controller's watch
+	// until the relist, past the kubelet's grace, drawn last.
+	if f.KubeletPhaseWriteBack > 0 && pick(0.3) {
+		f.WriteBackUnseen = true
+	}
 	return Scenario{
 		Name: "soak", Purpose: fmt.Sprintf("random faults %s%s", f, soakWindowFaults(nodes[0].Daemon.Pickup, ttlSetting)),
 		Pods: pods, Nodes: nodes,

@@ -113,6 +113,16 @@ func confirmations(in Input, p Plan) Confirm {
 	// A correction (a second CRR, a swap after a failed kill) judged on a
 	// cached pod that may be older than the sidecar's stop.
 	c.Pod = c.Pod || (len(p.FailedKills) > 0 && !in.PodLive)
+	// A stop on a pod whose phase we settled rests on the settle standing.
+	// The kubelet's status manager may have written its own phase (Running)
+	// back over it (mergePodStatus in pkg/kubelet/status/status_manager.go
+	// keeps the kubelet's phase unless it turns terminal, and the API server
+	// lets a status leave a terminal phase), and a cache that lags or a new
+	// leader's list may not show that yet. A sidecar stopped then ends with
+	// the stop's exit, and the kubelet reads the phase from it (getPhase in
+	// pkg/kubelet/kubelet_pods.go: Failed for a Never pod), so the live
+	// phase decides (soak seed 1086 with the measured write cost).
+	c.Pod = c.Pod || (stopsSettledPod(in.Pod, p) && !in.PodLive)
 	for _, a := range p.Actions {
 		switch a.Kind {
 		case ActionSwapImage:
@@ -195,6 +205,20 @@ func confirmations(in Input, p Plan) Confirm {
 		}
 	}
 	return c
+}
+
+// stopsSettledPod reports whether the plan stops a sidecar of a pod whose
+// phase is terminal: one this controller settled (eligible admits no other).
+func stopsSettledPod(pod *corev1.Pod, p Plan) bool {
+	if pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed {
+		return false
+	}
+	for _, a := range p.Actions {
+		if a.Kind == ActionCreateCRR || a.Kind == ActionSwapImage {
+			return true
+		}
+	}
+	return false
 }
 
 // secondLook is why the plan looks for kruise's SidecarTerminator's CRR.

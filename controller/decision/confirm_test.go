@@ -23,6 +23,10 @@ func TestAPlanConfirmsOnlyWhatItsInputCannotVouchFor(t *testing.T) {
 	orderedFirst := podtest.Pod("p").Annotate(AnnotationStopOrder, "a,b").Container("main", exited(0)).
 		Container("a", markCRR).Container("b", markCRR).Build()
 	later := now.Add(5 * time.Minute)
+	settled := podtest.Pod("p").Phase(corev1.PodSucceeded).ConditionAt(ConditionSidecarTerminated, corev1.ConditionTrue, exitAt).
+		Container("main", exited(0)).Container("log", markCRR, ignoreRC).Build()
+	settledSwap := podtest.Pod("p").Phase(corev1.PodSucceeded).ConditionAt(ConditionSidecarTerminated, corev1.ConditionTrue, exitAt).
+		Container("main", exited(0)).Container("log", markImage, ignoreRC).Build()
 	watched := t0 // the memory began before the mains were done
 	stage1 := crrOfStage(1, 1, "Recreating", exitAt.Add(time.Second), "a")
 	deletedHeldUp := stage1
@@ -73,6 +77,16 @@ func TestAPlanConfirmsOnlyWhatItsInputCannotVouchFor(t *testing.T) {
 				in.Overdue = []Action{swapOf(1, "log", img("log"))}
 			},
 			want: []string{"pod"}},
+		"a stop of a settled pod's sidecar past the kubelet's grace: the pod, whose phase the kubelet may have written back": {
+			pod: settled, in: func(in *Input) { in.Now, in.WatchedSince = later, watched },
+			want: []string{"pod"}},
+		"the same by image swap: the pod": {
+			pod: settledSwap, in: func(in *Input) { in.Node, in.Now, in.WatchedSince = virtual, later, watched },
+			want: []string{"pod"}},
+		"the same on the pod read live: nothing more": {
+			pod: settled, in: func(in *Input) { in.Now, in.WatchedSince, in.PodLive = later, watched, true }},
+		"a settled pod within the kubelet's grace: nothing": {
+			pod: settled, in: func(in *Input) { in.WatchedSince = watched }},
 		"a name read already in this sync: not again": {
 			pod: orderedFirst, in: func(in *Input) { in.WatchedSince, in.ReadLive = now, []string{StageCRRName(orderedFirst, 2, 1)} }},
 	} {

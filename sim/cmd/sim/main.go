@@ -6,6 +6,7 @@
 //	go run ./sim/cmd/sim --scenario mixed-cluster --pods 100000
 //	go run ./sim/cmd/sim --soak-pods 1000000      # random faults until 10^6 pods
 //	go run ./sim/cmd/sim --scenario X --seed S --trace-pod POD   # replay one pod
+//	go run ./sim/cmd/sim --free-writes            # API calls cost the worker nothing
 package main
 
 import (
@@ -30,6 +31,8 @@ func main() {
 	tracePod := flag.String("trace-pod", "", "print the trace lines of this pod only")
 	soakPods := flag.Int("soak-pods", 0, "soak: run random-fault scenarios over seeds until this many pods were simulated")
 	list := flag.Bool("list", false, "list the scenarios and exit")
+	writeCost := flag.Duration("write-cost", 0, "worker time each API call of a sync costs (0: the scenario's own, the measured 4ms unless it says otherwise)")
+	freeWrites := flag.Bool("free-writes", false, "API calls cost the worker nothing (the model before the measured write cost)")
 	flag.Parse()
 	// The simulator holds a whole cluster in memory and allocates as it
 	// goes; trading memory for fewer GC cycles is right for a batch run.
@@ -42,14 +45,14 @@ func main() {
 		return
 	}
 	if *soakPods > 0 {
-		os.Exit(soak(*seed, *soakPods, *pods))
+		os.Exit(soak(*seed, *soakPods, *pods, sim.Options{WriteCost: *writeCost, FreeWrites: *freeWrites}))
 	}
 	scenarios, err := pick(*scenario, *seed, *pods)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	opts := sim.Options{Pods: *pods, TracePod: *tracePod}
+	opts := sim.Options{Pods: *pods, TracePod: *tracePod, WriteCost: *writeCost, FreeWrites: *freeWrites}
 	if *trace || *tracePod != "" {
 		opts.TraceOut = os.Stdout
 	}
@@ -91,7 +94,7 @@ func pick(name string, seed uint64, pods int) ([]sim.Scenario, error) {
 }
 
 // soak sweeps seeds over random-fault scenarios until target pods ran.
-func soak(seed uint64, target, perRun int) int {
+func soak(seed uint64, target, perRun int, opts sim.Options) int {
 	if perRun == 0 {
 		perRun = soakPodsPerRun
 	}
@@ -99,7 +102,7 @@ func soak(seed uint64, target, perRun int) int {
 	total, runs, safety, liveness := 0, 0, 0, 0
 	for s := seed; total < target; s++ {
 		sc := sim.SoakScenario(s, perRun)
-		r := sim.New(sc, s, sim.Options{}).Run()
+		r := sim.New(sc, s, opts).Run()
 		total += r.Pods
 		runs++
 		if v := r.Violation; v != nil {
