@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,7 +16,7 @@ import (
 	"github.com/sidecar-terminator/sidecar-terminator/controller/reconciler"
 )
 
-// liveAPIFake is apiFake with live reads: the truth, not the cache.
+// liveAPIFake is apiFake as the live reader, counting the live pod reads.
 type liveAPIFake struct {
 	*apiFake
 	podReads int
@@ -29,15 +28,6 @@ func (a *liveAPIFake) LivePod(_ context.Context, _, name string) (*corev1.Pod, e
 		return p.DeepCopy(), nil
 	}
 	return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, name)
-}
-
-func (a *liveAPIFake) LiveCRR(_ context.Context, _, name string) (*kruisev1alpha1.ContainerRecreateRequest, error) {
-	for _, c := range a.crrs {
-		if c.Name == name {
-			return c.DeepCopy(), nil
-		}
-	}
-	return nil, apierrors.NewNotFound(kruisev1alpha1.Resource("containerrecreaterequests"), name)
 }
 
 // An ignore-exit-code sidecar the kubelet did not stop within the grace
@@ -67,7 +57,7 @@ func TestASettledPodsSidecarIsStoppedOnlyWhileTheLivePhaseIsTerminal(t *testing.
 			a, _, m := newAPI(t, settled)
 			a.pods["p"] = tc.live.DeepCopy()
 			live := &liveAPIFake{apiFake: a}
-			rec := reconciler.New(reconciler.DefaultConfig(), a, live, a, m, a.clock)
+			rec := reconciler.New(reconciler.DefaultConfig(), a, a, live, a, m, a.clock)
 			// Past the pod's grace period and the margin after the settle.
 			a.clock.SetTime(settledAt.Add(41 * time.Second))
 			mustSync(t, rec, "p")
