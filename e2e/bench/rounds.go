@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/sidecar-terminator/sidecar-terminator/e2e/cluster"
 )
@@ -123,25 +125,13 @@ func (w *world) clearRun(ctx context.Context, run string) error {
 		func() error {
 			return pods.DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, burst)
 		},
-		func() (int, error) {
-			l, err := pods.List(ctx, metav1.ListOptions{LabelSelector: burst.LabelSelector, ResourceVersion: "0"})
-			if err != nil {
-				return 0, err
-			}
-			return len(l.Items), nil
-		}); err != nil {
+		counter(ctx, pods.List, burst)); err != nil {
 		return err
 	}
 	crrs := w.kruise.AppsV1alpha1().ContainerRecreateRequests(Namespace)
 	if err := deleteUntilNoneLeft("CRRs",
 		func() error { return crrs.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}) },
-		func() (int, error) {
-			l, err := crrs.List(ctx, metav1.ListOptions{ResourceVersion: "0"})
-			if err != nil {
-				return 0, err
-			}
-			return len(l.Items), nil
-		}); err != nil {
+		counter(ctx, crrs.List, metav1.ListOptions{})); err != nil {
 		return err
 	}
 	// And the burst's events: OpenKruise's SidecarTerminator events tell a
@@ -153,13 +143,19 @@ func (w *world) clearRun(ctx context.Context, run string) error {
 	events := w.kube.CoreV1().Events(Namespace)
 	return deleteUntilNoneLeft("events",
 		func() error { return events.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}) },
-		func() (int, error) {
-			l, err := events.List(ctx, metav1.ListOptions{ResourceVersion: "0"})
-			if err != nil {
-				return 0, err
-			}
-			return len(l.Items), nil
-		})
+		counter(ctx, events.List, metav1.ListOptions{}))
+}
+
+// counter counts what list finds, from the API server's watch cache.
+func counter[L runtime.Object](ctx context.Context, list func(context.Context, metav1.ListOptions) (L, error), opts metav1.ListOptions) func() (int, error) {
+	opts.ResourceVersion = "0"
+	return func() (int, error) {
+		l, err := list(ctx, opts)
+		if err != nil {
+			return 0, err
+		}
+		return meta.LenList(l), nil
+	}
 }
 
 // deleteUntilNoneLeft sends a delete-collection until count finds none
