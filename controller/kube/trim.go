@@ -20,7 +20,7 @@ func TrimPod(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
-	in := podStrings.intern
+	in := intern
 	out := &corev1.Pod{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 		ObjectMeta: metav1.ObjectMeta{
@@ -81,7 +81,7 @@ func ourAnnotations(in map[string]string) map[string]string {
 			if out == nil {
 				out = map[string]string{}
 			}
-			out[k] = podStrings.intern(capValue(v))
+			out[k] = intern(capValue(v))
 		}
 	}
 	for k := range in {
@@ -90,7 +90,7 @@ func ourAnnotations(in map[string]string) map[string]string {
 			if out == nil {
 				out = map[string]string{}
 			}
-			out[podStrings.intern(k)] = ""
+			out[intern(k)] = ""
 		}
 	}
 	return out
@@ -112,12 +112,12 @@ func ourEnv(in []corev1.EnvVar) []corev1.EnvVar {
 	for _, e := range in {
 		switch e.Name {
 		case decision.EnvTerminate, decision.EnvTerminateWithImage, decision.EnvIgnoreExitCode:
-			e.Name, e.Value = podStrings.intern(e.Name), podStrings.intern(capValue(e.Value))
+			e.Name, e.Value = intern(e.Name), intern(capValue(e.Value))
 			out = append(out, e)
 		default:
 			if decision.NearMissEnv(e.Name) != "" {
 				// The name alone, for the near-miss Warning.
-				out = append(out, corev1.EnvVar{Name: podStrings.intern(e.Name)})
+				out = append(out, corev1.EnvVar{Name: intern(e.Name)})
 			}
 		}
 	}
@@ -130,12 +130,12 @@ func trimStatuses(in []corev1.ContainerStatus) []corev1.ContainerStatus {
 	}
 	out := make([]corev1.ContainerStatus, len(in))
 	for i, s := range in {
-		out[i] = corev1.ContainerStatus{Name: podStrings.intern(s.Name), State: s.State, RestartCount: s.RestartCount,
-			ContainerID: s.ContainerID, Image: podStrings.intern(capValue(s.Image))}
+		out[i] = corev1.ContainerStatus{Name: intern(s.Name), State: s.State, RestartCount: s.RestartCount,
+			ContainerID: s.ContainerID, Image: intern(capValue(s.Image))}
 		if w := s.State.Waiting; w != nil {
 			// The kubelet's message quotes the image, which the pod's
 			// author chose; nothing reads it.
-			out[i].State.Waiting = &corev1.ContainerStateWaiting{Reason: podStrings.intern(capValue(w.Reason))}
+			out[i].State.Waiting = &corev1.ContainerStateWaiting{Reason: intern(capValue(w.Reason))}
 		}
 		if t := s.LastTerminationState.Terminated; t != nil {
 			out[i].LastTerminationState.Terminated = &corev1.ContainerStateTerminated{ExitCode: t.ExitCode, FinishedAt: t.FinishedAt}
