@@ -73,6 +73,10 @@ func (r *Report) Markdown() string {
 	}
 	fmt.Fprintf(&b, "- controller writes per terminated pod (audit log, events and leases aside): **%.2f** (%s)\n", r.WritesPerPod, strings.Join(r.WriteKinds, ", "))
 	fmt.Fprintf(&b, "- yardstick writes per terminated pod (the same): **%.2f** (%s)\n", r.YardstickWritesPerPod, strings.Join(r.YardstickWriteKinds, ", "))
+	if len(r.ServerTimes) > 0 {
+		fmt.Fprintf(&b, "- the API server's time per request (audit log, from taking it in to answering, the whole run): controller %s; yardstick %s\n",
+			strings.Join(r.ServerTimes, ", "), strings.Join(r.YardstickServerTimes, ", "))
+	}
 	for _, k := range r.Kruise {
 		fmt.Fprintf(&b, "- %s writes per terminated pod (audit log, events and leases aside, from its bursts' pods created until deleted): **%.2f** (%s)\n",
 			k.Terminator, k.WritesPerPod, strings.Join(k.WriteKinds, ", "))

@@ -76,6 +76,12 @@ type Report struct {
 	// WritesPerPod the controller's (it runs as YardstickUser).
 	YardstickWritesPerPod float64  `json:"yardstickWritesPerPod"`
 	YardstickWriteKinds   []string `json:"yardstickWriteKinds"`
+	// ServerTimes and YardstickServerTimes are how long the API server took
+	// over each kind of request of the controller and of the yardstick
+	// (audit log, the whole run, events included): whether one terminator's
+	// writes wait longer at the server than the other's.
+	ServerTimes          []string `json:"serverTimes,omitempty"`
+	YardstickServerTimes []string `json:"yardstickServerTimes,omitempty"`
 	// RSSRatioAfter is the controller's RSS over the yardstick's after the
 	// last round's bursts.
 	RSSRatioAfter float64 `json:"rssRatioAfter"`
@@ -208,5 +214,21 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	rep.YardstickWritesPerPod = float64(len(writes)) / float64(cfg.BurstPods*len(rep.Rounds))
 	rep.YardstickWriteKinds = kinds(writes)
+	if rep.ServerTimes, err = serverTimes(audit, cluster.ControllerServiceAccountUser); err != nil {
+		return nil, err
+	}
+	if rep.YardstickServerTimes, err = serverTimes(audit, YardstickUser); err != nil {
+		return nil, err
+	}
 	return rep, nil
+}
+
+// serverTimes is cluster.ServerTimes as "kind ×count, mean ms at the server".
+func serverTimes(audit, user string) ([]string, error) {
+	times, err := cluster.ServerTimes(audit, user)
+	out := make([]string, len(times))
+	for i, t := range times {
+		out[i] = fmt.Sprintf("%s ×%d, %d ms", t.Kind, t.Count, t.Mean().Milliseconds())
+	}
+	return out, err
 }

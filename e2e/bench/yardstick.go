@@ -70,15 +70,55 @@ func RunYardstick(ctx context.Context, kubeconfig string, workers int, qps float
 	if err := os.WriteFile(readyFile, []byte("ready\n"), 0o644); err != nil {
 		return err
 	}
+	var timed writeTimes
 	for w := 0; w < workers; w++ {
 		go func() {
 			for pod := range work {
+				start := time.Now()
 				_ = yardstickAct(ctx, kube, kruise, pod)
+				timed.add(time.Since(start))
 			}
 		}()
 	}
-	<-ctx.Done()
+	timed.logEvery(ctx, 10*time.Second)
 	return nil
+}
+
+// writeTimes sums how long the yardstick's writes took at the client
+// (request sent until the answer read), to set beside the controller's own
+// figure in the breakdown line: a write's time at the client is what holds a
+// worker, and the audit log has only the server's part of it.
+type writeTimes struct {
+	mu    sync.Mutex
+	count int
+	total time.Duration
+}
+
+func (t *writeTimes) add(d time.Duration) {
+	t.mu.Lock()
+	t.count++
+	t.total += d
+	t.mu.Unlock()
+}
+
+// logEvery prints the writes of each period that had some, until ctx ends.
+func (t *writeTimes) logEvery(ctx context.Context, period time.Duration) {
+	tick := time.NewTicker(period)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		t.mu.Lock()
+		count, total := t.count, t.total
+		t.count, t.total = 0, 0
+		t.mu.Unlock()
+		if count > 0 {
+			fmt.Fprintf(os.Stderr, "yardstick: %d writes in %v, mean %d ms at the client\n", count, period, (total / time.Duration(count)).Milliseconds())
+		}
+	}
 }
 
 func yardstickAct(ctx context.Context, kube kubernetes.Interface, kruise kruiseclient.Interface, pod *corev1.Pod) error {
