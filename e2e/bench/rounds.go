@@ -84,6 +84,7 @@ func (w *world) controllerRound(ctx context.Context, rep *Report, round *Round, 
 	if err := ctl.Stop(); err != nil {
 		return err
 	}
+	keepLog(w.cfg, run+".controller.log", ctl.Process.LogPath)
 	return w.clearRun(ctx, run)
 }
 

@@ -36,8 +36,9 @@ type Config struct {
 	// ProfileDir, when set, runs the controller with --profiling and keeps a
 	// CPU profile of the burst and heap profiles there.
 	ProfileDir string `json:"-"`
-	// LogDir, when set, keeps every controller's log of a chaos run there
-	// (chaos-SCENARIO-N.log), to read why a check failed.
+	// LogDir, when set, keeps every controller's log there: of a chaos run
+	// (chaos-SCENARIO-N.log), to read why a check failed, and of each bench
+	// burst (RUN.controller.log), to follow a slow pod's syncs.
 	LogDir string `json:"-"`
 	// ProfileSeconds is the CPU profile's length from the first main exit
 	// (profileSeconds when zero); one as long as the burst shows what its
