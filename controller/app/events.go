@@ -41,8 +41,13 @@ const maxEventDefer = 30 * time.Second
 const maxPendingEvents = 64000
 
 // correlatorCacheSize is how many objects the event correlators remember,
-// all shards together: client-go's default for one broadcaster.
-const correlatorCacheSize = 4096
+// all shards together: a quarter of client-go's default for one
+// broadcaster (4,096), which kept 6.5 MiB of heap after a 20,000-pod
+// burst's events (BenchmarkBurstHeapHeld). What they remember matters only
+// to a pod with several events of one reason close together (they are
+// counted on one event, not written new); a burst overruns either bound,
+// and a quiet cluster has fewer pods with events than this.
+const correlatorCacheSize = 1024
 
 // events records through eventShards broadcasters into one sink, counting
 // the events recorded and the calls made to write them, so that a stopping
@@ -58,11 +63,11 @@ type events struct {
 
 func newEvents(sink record.EventSink, scheme *runtime.Scheme, source corev1.EventSource, shards int) *events {
 	e := &events{sink: newCountingSink(sink, shards, maxEventDefer, maxPendingEvents)}
-	// The shards share client-go's default correlator cache between them
-	// rather than each holding as much: each correlator remembers the last
-	// 4,096 objects' events three times over (aggregation, spam filter,
-	// the event it patches), about a kilobyte an object, and eight such
-	// caches kept 23.5 MiB of a 20,000-pod burst's events alive (38 MiB once
+	// The shards share one correlator bound between them rather than each
+	// holding as much: each correlator remembers the last objects' events
+	// three times over (aggregation, spam filter, the event it patches),
+	// over a kilobyte an object, and eight caches of client-go's default
+	// size kept 23.5 MiB of a 20,000-pod burst's events alive (38 MiB once
 	// full). A pod has one event of each reason, so a forgotten pod is no
 	// loss: its next event is written new, not patched.
 	correlator := record.CorrelatorOptions{LRUCacheSize: max(correlatorCacheSize/shards, 1)}

@@ -243,10 +243,11 @@ func TestEventWriteIsRetriedWhenTheServerIsAway(t *testing.T) {
 	}
 }
 
-// What the event correlators remember of a burst is bounded as client-go
-// bounds one broadcaster's (4,096 objects), not once per shard: with eight
-// full caches, a 20,000-pod burst's events kept 23.5 MiB of heap alive
-// after they were written; with the shared bound, 8.4 MiB.
+// What the event correlators remember of a burst is bounded for all shards
+// together, not once per shard, and below client-go's default for one
+// broadcaster: with eight caches of the default size (4,096 objects), a
+// 20,000-pod burst's events kept 23.5 MiB of heap alive after they were
+// written; with the default shared, 7.6 MiB; with a quarter of it, 3.2.
 func TestEventCorrelatorsRememberABoundedNumberOfPods(t *testing.T) {
 	const pods = 20000
 	var before, after runtime.MemStats
@@ -267,9 +268,10 @@ func TestEventCorrelatorsRememberABoundedNumberOfPods(t *testing.T) {
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	kept := int64(after.HeapInuse) - int64(before.HeapInuse)
-	if kept > 16<<20 {
-		t.Errorf("%.1f MiB of heap kept after %d events were written, want at most 16 MiB", float64(kept)/(1<<20), pods)
+	if kept > 5<<20 {
+		t.Errorf("%.1f MiB of heap kept after %d events were written, want at most 5 MiB", float64(kept)/(1<<20), pods)
 	}
+	t.Logf("%.1f MiB of heap kept after %d events were written", float64(kept)/(1<<20), pods)
 	runtime.KeepAlive(ev)
 }
 
