@@ -83,7 +83,7 @@ func (w crrCacheWriter) CreateCRR(_ context.Context, crr *kruisev1alpha1.Contain
 		return err
 	}
 	seen.ResourceVersion, seen.CreationTimestamp = "3000000", metav1.NewTime(burstExit)
-	obj, _ := kube.StripManagedFields(seen)
+	obj, _ := kube.TrimCRR(seen)
 	return w.store.Add(obj)
 }
 func (crrCacheWriter) DeleteCRR(context.Context, string, string) error              { return nil }
