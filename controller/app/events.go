@@ -46,8 +46,13 @@ const maxEventDefer = 5 * time.Minute
 const maxPendingEvents = 64000
 
 // correlatorCacheSize is how many objects the event correlators remember,
-// all shards together: client-go's default for one broadcaster.
-const correlatorCacheSize = 4096
+// all shards together: a quarter of client-go's default for one
+// broadcaster (4,096), which kept 6.5 MiB of heap after a 20,000-pod
+// burst's events (BenchmarkBurstHeapHeld). What they remember matters only
+// to a pod with several events of one reason close together (they are
+// counted on one event, not written new); a burst overruns either bound,
+// and a quiet cluster has fewer pods with events than this.
+const correlatorCacheSize = 1024
 
 // events records through eventShards broadcasters into one sink, counting
 // the events recorded and the calls made to write them, so that a stopping
@@ -63,11 +68,11 @@ type events struct {
 
 func newEvents(sink record.EventSink, scheme *runtime.Scheme, source corev1.EventSource, shards int) *events {
 	e := &events{sink: newCountingSink(sink, shards, maxEventDefer, maxPendingEvents)}
-	// The shards share client-go's default correlator cache between them
-	// rather than each holding as much: each correlator remembers the last
-	// 4,096 objects' events three times over (aggregation, spam filter,
-	// the event it patches), about a kilobyte an object, and eight such
-	// caches kept 23.5 MiB of a 20,000-pod burst's events alive (38 MiB once
+	// The shards share one correlator bound between them rather than each
+	// holding as much: each correlator remembers the last objects' events
+	// three times over (aggregation, spam filter, the event it patches),
+	// over a kilobyte an object, and eight caches of client-go's default
+	// size kept 23.5 MiB of a 20,000-pod burst's events alive (38 MiB once
 	// full). A pod has one event of each reason, so a forgotten pod is no
 	// loss: its next event is written new, not patched.
 	correlator := record.CorrelatorOptions{LRUCacheSize: max(correlatorCacheSize/shards, 1)}
@@ -161,10 +166,16 @@ type eventQueue struct {
 }
 
 // pendingEvent is one write: a create, an update, or a patch (data set).
+// The event waits encoded: decoded, it is a struct of about 600 bytes with
+// a dozen strings of its own, and a burst's events wait together (15.6 MiB
+// for the scale tier's 20,000, BenchmarkBurstHeapHeld); encoded, about 480
+// bytes a waiting event instead of 790 (TestHeldBackEventsAreKeptSmall).
 type pendingEvent struct {
-	op    eventOp
-	event *corev1.Event
-	data  []byte
+	op eventOp
+	// recorded is the event's lastTimestamp: how long it has waited.
+	recorded time.Time
+	wire     []byte // the event, protobuf-encoded
+	data     []byte
 }
 
 type eventOp int
@@ -189,17 +200,23 @@ func newCountingSink(sink record.EventSink, shards int, maxDefer time.Duration, 
 	return s
 }
 
-func (s *countingSink) enqueue(p pendingEvent) {
+func (s *countingSink) enqueue(op eventOp, e *corev1.Event, data []byte) {
 	defer s.taken.Add(1)
-	q := s.queues[shardOf(p.event.InvolvedObject.UID, len(s.queues))]
+	q := s.queues[shardOf(e.InvolvedObject.UID, len(s.queues))]
+	wire, err := e.Marshal()
+	if err != nil {
+		s.dropped.Add(1)
+		klog.Background().Info("Event dropped: it cannot be encoded", "object", klog.KRef(e.InvolvedObject.Namespace, e.InvolvedObject.Name), "reason", e.Reason, "err", err.Error())
+		return
+	}
 	q.mu.Lock()
 	if len(q.pending) >= q.max {
 		q.mu.Unlock()
 		s.dropped.Add(1)
-		klog.Background().Info("Event dropped: too many events waiting to be written", "object", klog.KRef(p.event.InvolvedObject.Namespace, p.event.InvolvedObject.Name), "reason", p.event.Reason)
+		klog.Background().Info("Event dropped: too many events waiting to be written", "object", klog.KRef(e.InvolvedObject.Namespace, e.InvolvedObject.Name), "reason", e.Reason)
 		return
 	}
-	q.pending = append(q.pending, p)
+	q.pending = append(q.pending, pendingEvent{op: op, recorded: e.LastTimestamp.Time, wire: wire, data: data})
 	q.mu.Unlock()
 	select {
 	case q.wake <- struct{}{}:
@@ -230,8 +247,13 @@ func (s *countingSink) write(q *eventQueue) {
 				return
 			}
 		}
-		s.wait(p.event)
-		s.send(p)
+		s.wait(p.recorded)
+		if e := (&corev1.Event{}); e.Unmarshal(p.wire) != nil {
+			// Not reached: the bytes are the encoding of an event.
+			klog.Background().Info("Event not written: its encoding does not decode")
+		} else {
+			s.send(p.op, e, p.data)
+		}
 		s.written.Add(1)
 	}
 }
@@ -240,18 +262,18 @@ func (s *countingSink) write(q *eventQueue) {
 // an answer of the API server (it would answer the same again), but a
 // failure to reach it. A patch of an event the API server no longer has
 // becomes a create, as in the recorder.
-func (s *countingSink) send(p pendingEvent) {
+func (s *countingSink) send(op eventOp, event *corev1.Event, data []byte) {
 	for try := 1; ; try++ {
 		var err error
-		switch p.op {
+		switch op {
 		case opCreate:
-			_, err = s.EventSink.Create(p.event)
+			_, err = s.EventSink.Create(event)
 		case opUpdate:
-			_, err = s.EventSink.Update(p.event)
+			_, err = s.EventSink.Update(event)
 		case opPatch:
-			_, err = s.EventSink.Patch(p.event, p.data)
+			_, err = s.EventSink.Patch(event, data)
 			if apierrors.IsNotFound(err) {
-				e := p.event.DeepCopy()
+				e := event.DeepCopy()
 				e.ResourceVersion = ""
 				_, err = s.EventSink.Create(e)
 			}
@@ -259,7 +281,7 @@ func (s *countingSink) send(p pendingEvent) {
 		var status apierrors.APIStatus
 		if err == nil || errors.As(err, &status) || try >= maxEventTries {
 			if err != nil {
-				klog.Background().Info("Event not written", "object", klog.KRef(p.event.InvolvedObject.Namespace, p.event.InvolvedObject.Name), "reason", p.event.Reason, "err", err.Error())
+				klog.Background().Info("Event not written", "object", klog.KRef(event.InvolvedObject.Namespace, event.InvolvedObject.Name), "reason", event.Reason, "err", err.Error())
 			}
 			return
 		}
@@ -273,8 +295,7 @@ func (s *countingSink) send(p pendingEvent) {
 
 func (s *countingSink) stop() { s.stopOnce.Do(func() { close(s.done) }) }
 
-func (s *countingSink) wait(e *corev1.Event) {
-	recorded := e.LastTimestamp.Time
+func (s *countingSink) wait(recorded time.Time) {
 	for time.Since(recorded) < s.maxDefer {
 		busy := s.busy.Load() // reloaded: shutdown ends every wait
 		if busy == nil || !(*busy)() {
@@ -288,17 +309,17 @@ func (s *countingSink) wait(e *corev1.Event) {
 // return at once: the event as given, as kube.EventSink would (its answer
 // is never decoded).
 func (s *countingSink) Create(e *corev1.Event) (*corev1.Event, error) {
-	s.enqueue(pendingEvent{op: opCreate, event: e})
+	s.enqueue(opCreate, e, nil)
 	return e, nil
 }
 
 func (s *countingSink) Update(e *corev1.Event) (*corev1.Event, error) {
-	s.enqueue(pendingEvent{op: opUpdate, event: e})
+	s.enqueue(opUpdate, e, nil)
 	return e, nil
 }
 
 func (s *countingSink) Patch(e *corev1.Event, data []byte) (*corev1.Event, error) {
-	s.enqueue(pendingEvent{op: opPatch, event: e, data: data})
+	s.enqueue(opPatch, e, data)
 	return e, nil
 }
 

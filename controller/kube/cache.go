@@ -98,7 +98,7 @@ func (c *Caches) watchCRRs() error {
 			o.LabelSelector = labels.SelectorFromSet(labels.Set{reconciler.LabelManagedBy: reconciler.ManagedByValue}).String()
 		}))
 	informer := c.kruiseFactory.Apps().V1alpha1().ContainerRecreateRequests().Informer()
-	if err := informer.SetTransform(StripManagedFields); err != nil {
+	if err := informer.SetTransform(TrimCRR); err != nil {
 		return fmt.Errorf("set CRR transform: %w", err)
 	}
 	if err := informer.AddIndexers(cache.Indexers{crrByPodUID: func(obj any) ([]string, error) {

@@ -18,7 +18,12 @@ import (
 // directory, the profiles.
 func (w *world) controllerRound(ctx context.Context, rep *Report, round *Round, run string) error {
 	logf := w.cfg.Logf
-	c := &cluster.Cluster{ControlPlane: w.cp}
+	// At the shipped defaults: the Deployment's memory limit too.
+	memLimit, err := shippedMemoryLimitEnv(w.cfg.Root)
+	if err != nil {
+		return err
+	}
+	c := &cluster.Cluster{ControlPlane: w.cp, ControllerEnv: []string{memLimit}}
 	ctl, err := c.StartController(ctx, w.bin, w.ctlArgs...)
 	if err != nil {
 		return err

@@ -39,6 +39,9 @@ type Cluster struct {
 	// BinaryDefaultAllowlist starts the controller with the binary's own
 	// quick-exit allowlist rather than the suites' explicit one.
 	BinaryDefaultAllowlist bool
+	// ControllerEnv is added to the controller process's environment
+	// ("NAME=value"), as a Deployment's env would be.
+	ControllerEnv []string
 }
 
 // Up builds what is missing and starts, in order: etcd and kube-apiserver,

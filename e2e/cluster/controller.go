@@ -138,7 +138,8 @@ func (c *Cluster) StartController(ctx context.Context, bin string, extraArgs ...
 		args = append(args, "--quick-exit-image-allowlist="+QuickExitRepository())
 	}
 	args = append(args, extraArgs...)
-	p, err := startProcess(c.RunDir, ControllerName, bin, args, []string{"POD_NAMESPACE=" + ControllerNamespace})
+	env := append([]string{"POD_NAMESPACE=" + ControllerNamespace}, c.ControllerEnv...)
+	p, err := startProcess(c.RunDir, ControllerName, bin, args, env)
 	if err != nil {
 		return nil, err
 	}
