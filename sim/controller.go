@@ -22,11 +22,14 @@ const syncCost = 500 * time.Microsecond
 // measuredWriteCost is the virtual time each API call of a sync (a write, a
 // live read) holds the worker on top of its SyncCost: every scenario's
 // unless it says otherwise (Scenario.WriteCost, FreeWrites). The simulated
-// controller has one worker; the real one has 32, each waiting for the API
-// server's answer. Measured on the real API server under a burst (e2e/bench's
-// breakdown of the controller, 2,000 and 20,000 pods on one loaded 2-core
-// machine: 116-381 ms a request, 210 ms at 20,000): 128 ms over 32 workers is
-// 4 ms of one worker's time per call. Without it a sync that writes costs
+// controller has one worker; the real one has many (app.DefaultWorkers), each
+// waiting for the API server's answer. Measured on the real API server under
+// a burst (e2e/bench's breakdown of the controller, 2,000 and 20,000 pods on
+// one loaded 2-core machine: 116-381 ms a request, 210 ms at 20,000): 128 ms
+// over the 32 workers it then had is 4 ms of one worker's time per call. It
+// now ships 64, so a call holds the real controller about half that: the
+// simulated one is the slower, which leaves more room for the races the
+// scenarios look for. Without it a sync that writes costs
 // what one that writes nothing costs (the decision alone, about 40 µs
 // measured, 0.5 ms here), and the simulated controller wrote 2,000 times a
 // second where the real one wrote 80-280 times (docs/measurements.md,

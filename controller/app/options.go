@@ -54,11 +54,14 @@ const ClientLimitOff = -1
 // a burst × the time each write takes there (Little's law). On the 2-core
 // bench (`make bench`: 5,000 pods over 50,000 others) the API server took
 // 250–600 writes a second at 30–120 ms each (53 ms mean), so about 30 writes
-// are in flight; with 8 workers pods waited 2–4 s in the queue, with 32 the
-// mean wait was 7 ms. A larger machine takes more writes but answers each
-// faster, so the product stays of that order. An idle worker is a parked
-// goroutine, so erring high costs nothing.
-const DefaultWorkers = 32
+// are in flight; with 8 workers pods waited 2–4 s in the queue. At 20,000
+// pods over 150,000 (`make bench-scale`) the mains ended 115–140 a second
+// and each write took 209–267 ms at the client, 29–37 in flight: 32 workers
+// were all busy and pods waited 0.13–2.0 s in the queue (mean per burst);
+// with 64 the mean wait was under a millisecond. A larger machine takes more
+// writes but answers each faster, so the product stays of that order. An
+// idle worker is a parked goroutine, so erring high costs nothing.
+const DefaultWorkers = 64
 
 // DefaultOptions are the production defaults.
 func DefaultOptions() *Options {

@@ -61,7 +61,7 @@ func TestTooManyRequestsAreWaitedOutNotStormed(t *testing.T) {
 	time.Sleep(2 * time.Second)
 
 	// The burst: finished pods written by 16 clients at once, so that the
-	// controller's 32 workers write concurrently.
+	// controller's workers write concurrently.
 	const n = 200
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, 16)

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -52,7 +53,7 @@ func TestMarkdownHasThreeTerminators(t *testing.T) {
 		"- p99 latency, controller / OpenKruise v1.9.1, as shipped (QPS 30): **0.10×** (median; rounds: 0.10×, 0.10×)",
 		"- p99 latency, controller / OpenKruise v1.9.1, QPS 1000: **0.25×** (median; rounds: 0.25×, 0.25×)",
 		"OpenKruise v1.9.1, QPS 1000 writes per terminated pod", "**1.50** (update pods 200 ×5)",
-		"the controller and the yardstick with 32 workers and no client-side rate limiter (the controller's shipped defaults)",
+		fmt.Sprintf("the controller and the yardstick with %d workers and no client-side rate limiter (the controller's shipped defaults)", app.DefaultWorkers),
 		"at client QPS 30, burst 50 (as OpenKruise ships it) and at client QPS 1000, burst 2000",
 	} {
 		if !strings.Contains(md, want) {
