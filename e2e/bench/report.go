@@ -188,6 +188,9 @@ func (c Config) settings() string {
 		limit = fmt.Sprintf("client QPS %g, burst %d", c.QPS, c.Burst)
 	}
 	s := fmt.Sprintf("the controller and the yardstick with %d workers and %s", c.Workers, limit)
+	if y := c.yardstickWorkers(); y != c.Workers {
+		s = fmt.Sprintf("the controller with %d workers, the yardstick with %d (its better setting here), both with %s", c.Workers, y, limit)
+	}
 	if c.Workers == app.DefaultWorkers && c.QPS < 0 {
 		s += " (the controller's shipped defaults)"
 	} else {

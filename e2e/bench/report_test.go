@@ -127,3 +127,14 @@ func TestWorstRound(t *testing.T) {
 		t.Error("a report without rounds has a worst round")
 	}
 }
+
+func TestTheReportNamesTheYardsticksOwnWorkersWhenTheyDiffer(t *testing.T) {
+	same := Config{Workers: 64, QPS: -1}.settings()
+	if !strings.Contains(same, "the controller and the yardstick with 64 workers") {
+		t.Errorf("same workers: %q", same)
+	}
+	own := Config{Workers: 64, YardstickWorkers: 32, QPS: -1}.settings()
+	if !strings.Contains(own, "the controller with 64 workers, the yardstick with 32") {
+		t.Errorf("the yardstick's own workers: %q", own)
+	}
+}

@@ -147,7 +147,7 @@ func startYardstick(ctx context.Context, kubeconfig, runDir string, cfg Config) 
 	}
 	ready := filepath.Join(runDir, "yardstick.ready")
 	cmd := exec.CommandContext(ctx, exe, "yardstick", "--kubeconfig", kubeconfig, "--ready-file", ready,
-		fmt.Sprintf("--workers=%d", cfg.Workers), fmt.Sprintf("--qps=%g", cfg.QPS), fmt.Sprintf("--burst=%d", cfg.Burst))
+		fmt.Sprintf("--workers=%d", cfg.yardstickWorkers()), fmt.Sprintf("--qps=%g", cfg.QPS), fmt.Sprintf("--burst=%d", cfg.Burst))
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start yardstick: %w", err)
@@ -159,4 +159,12 @@ func startYardstick(ctx context.Context, kubeconfig, runDir string, cfg Config) 
 	}
 	_ = cmd.Process.Kill()
 	return nil, fmt.Errorf("yardstick not ready after 2m")
+}
+
+// yardstickWorkers is Config.YardstickWorkers, or Workers when unset.
+func (c Config) yardstickWorkers() int {
+	if c.YardstickWorkers > 0 {
+		return c.YardstickWorkers
+	}
+	return c.Workers
 }
