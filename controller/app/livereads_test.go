@@ -99,6 +99,10 @@ func newBinary(t *testing.T, pod *corev1.Pod, objs, crrs []runtime.Object, setup
 	cfg := reconciler.DefaultConfig()
 	cfg.Policy.AllowedQuickExitImages = []string{quickExitImage}
 	b.rec, b.writer = newReconciler(cfg, b.caches, kube.Writer{Client: b.client, Kruise: b.kruise}, b.events, reconciler.NewMetrics(nil))
+	// The write counter counts by wall-clock second: frozen, so that a slow
+	// run (a loaded machine) does not age a write out before it is checked.
+	frozen := time.Now()
+	b.writer.now = func() time.Time { return frozen }
 	b.client.ClearActions()
 	b.kruise.ClearActions()
 	return b
