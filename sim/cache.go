@@ -40,16 +40,13 @@ type Cache struct {
 	// lastRead is the pod the controller last read, so the trace can show
 	// which version a write was decided on.
 	lastRead *corev1.Pod
-	// world answers the one live read the controller makes besides its
-	// cache: OpenKruise's SidecarTerminator's CRR (KruiseTerminatorCRR).
-	world *World
 }
 
 var _ reconciler.Reader = (*Cache)(nil)
 
 // listCache is what a starting informer lists: the world as it is now.
 func (w *World) listCache(crrAPI bool) *Cache {
-	c := &Cache{world: w, crrAPI: crrAPI, pods: map[cache.ObjectName]*corev1.Pod{},
+	c := &Cache{crrAPI: crrAPI, pods: map[cache.ObjectName]*corev1.Pod{},
 		crrs: map[cache.ObjectName]*kruisev1alpha1.ContainerRecreateRequest{}, byUID: map[types.UID]map[cache.ObjectName]bool{},
 		nodes: map[string]decision.NodeFacts{}, young: map[string]bool{}, deleted: map[types.UID]bool{}}
 	for k, e := range w.pods {

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"strings"
 	"time"
 
@@ -101,16 +102,16 @@ func isKruiseTerminatorCRR(crr *kruisev1alpha1.ContainerRecreateRequest) bool {
 }
 
 // KruiseTerminatorCRR is the controller's live read of kruise's CRR
-// (reconciler.SecondTerminatorReader), answered from the world.
-func (c *Cache) KruiseTerminatorCRR(pod *corev1.Pod) (*kruisev1alpha1.ContainerRecreateRequest, error) {
-	crr := c.world.crrs[cache.ObjectName{Namespace: pod.Namespace, Name: decision.KruiseTerminatorCRRName(pod)}]
+// (reconciler.SecondTerminatorReader), answered from the world, as the
+// other live reads are. It is not counted among them (stats.liveReads),
+// as it never was.
+func (w *apiWriter) KruiseTerminatorCRR(_ context.Context, pod *corev1.Pod) (*kruisev1alpha1.ContainerRecreateRequest, error) {
+	crr := w.s.world.crrs[cache.ObjectName{Namespace: pod.Namespace, Name: decision.KruiseTerminatorCRRName(pod)}]
 	if crr == nil || len(crr.OwnerReferences) == 0 || crr.OwnerReferences[0].UID != pod.UID {
 		return nil, nil
 	}
 	return crr, nil
 }
-
-var _ reconciler.SecondTerminatorReader = (*Cache)(nil)
 
 // besideKruise checks the controller's rule beside OpenKruise's own
 // terminator: once it has said it saw it (a SecondTerminator Warning), it

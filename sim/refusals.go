@@ -83,7 +83,7 @@ func (s *Sim) webhookRefusal(crr *kruisev1alpha1.ContainerRecreateRequest) error
 // crrServed is what discovery answers now about the CRR API.
 func (s *Sim) crrServed() bool { return !s.sc.NoCRRAPI && !s.world.crdRemoved }
 
-// RediscoverCRRAPI implements reconciler.CRRAPIRediscoverer: the controller
+// RediscoverCRRAPI implements reconciler.Reader's: the controller
 // asks discovery again after a CRR create answered 404.
 func (c *Cache) RediscoverCRRAPI() {
 	if c.served != nil {
@@ -108,7 +108,7 @@ func sortKeys(keys []cache.ObjectName) {
 	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
 }
 
-// KruiseDaemon implements reconciler.DaemonReader as kube.Caches does: the
+// KruiseDaemon implements reconciler.Reader's as kube.Caches does: the
 // simulated nodes exist long before the run, so a node without kruise-daemon
 // shows as one at once (its NodeImage old and never written by a daemon), a
 // node with one as served, and without OpenKruise nothing is known.

@@ -2,12 +2,10 @@ package sim
 
 import (
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
 	"github.com/sidecar-terminator/sidecar-terminator/controller/kube"
 	"github.com/sidecar-terminator/sidecar-terminator/controller/reconciler"
 )
@@ -50,14 +48,6 @@ func (p *trimProbe) Pod(namespace, name string) (*corev1.Pod, error) {
 			p.s.sc.Name, p.s.seed, name, fmtDur(now.Sub(Epoch)), diff, p.s.sc.Name, p.s.seed, p.s.sc.Pods, name)
 	}
 	return pod, nil
-}
-
-// KruiseDaemon passes the cache's knowledge of the nodes' daemons through.
-func (p *trimProbe) KruiseDaemon(node string, now time.Time, grace time.Duration) (decision.DaemonState, string) {
-	if d, ok := p.Reader.(reconciler.DaemonReader); ok {
-		return d.KruiseDaemon(node, now, grace)
-	}
-	return decision.DaemonUnknown, ""
 }
 
 // TestTrimNeverChangesADecision: for every pod state the simulator produces

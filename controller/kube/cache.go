@@ -144,8 +144,8 @@ func (c *Caches) crrInformer() cache.SharedIndexInformer {
 	return c.CRRInformer
 }
 
-// RediscoverCRRAPI implements reconciler.CRRAPIRediscoverer: the next
-// discovery round runs now.
+// RediscoverCRRAPI implements reconciler.Reader's: the next discovery
+// round runs now.
 func (c *Caches) RediscoverCRRAPI() {
 	select {
 	case c.rediscover <- struct{}{}:
@@ -297,7 +297,4 @@ func CRRAPIServed(d discovery.DiscoveryInterface) (bool, error) {
 	return false, nil
 }
 
-var (
-	_ reconciler.Reader             = (*Caches)(nil)
-	_ reconciler.CRRAPIRediscoverer = (*Caches)(nil)
-)
+var _ reconciler.Reader = (*Caches)(nil)

@@ -11,7 +11,6 @@ import (
 	"k8s.io/client-go/discovery"
 
 	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
-	"github.com/sidecar-terminator/sidecar-terminator/controller/reconciler"
 )
 
 // Which nodes a kruise-daemon serves, from OpenKruise's own objects
@@ -108,7 +107,7 @@ func (c *Caches) WatchNodeImages() error {
 	return nil
 }
 
-// KruiseDaemon implements reconciler.DaemonReader from the NodeImage cache.
+// KruiseDaemon implements reconciler.Reader's from the NodeImage cache.
 func (c *Caches) KruiseDaemon(node string, now time.Time, grace time.Duration) (decision.DaemonState, string) {
 	if c.NodeImageInformer == nil {
 		return decision.DaemonUnknown, "OpenKruise's NodeImage API is not served, so not known; a CRR is tried"
@@ -124,7 +123,7 @@ func (c *Caches) KruiseDaemon(node string, now time.Time, grace time.Duration) (
 	return KruiseDaemonFromNodeImage(&m.ObjectMeta, now, grace)
 }
 
-// KruiseDaemon implements reconciler.DaemonReader with one live read.
+// KruiseDaemon implements reconciler.Reader's with one live read.
 func (l LiveReader) KruiseDaemon(node string, now time.Time, grace time.Duration) (decision.DaemonState, string) {
 	if l.Meta == nil {
 		return decision.DaemonUnknown, "not looked up"
@@ -158,8 +157,3 @@ func NodeImagesServed(d discovery.DiscoveryInterface) (bool, error) {
 	}
 	return false, nil
 }
-
-var (
-	_ reconciler.DaemonReader = (*Caches)(nil)
-	_ reconciler.DaemonReader = LiveReader{}
-)

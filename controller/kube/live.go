@@ -64,4 +64,8 @@ func (l LiveReader) CRRs(pod *corev1.Pod) ([]*kruisev1alpha1.ContainerRecreateRe
 
 func (l LiveReader) CRRAPIAvailable() bool { return l.CRRAPI }
 
+// RediscoverCRRAPI does nothing: explain asks discovery once, and its
+// reconciler makes no CRR whose 404 would ask again.
+func (LiveReader) RediscoverCRRAPI() {}
+
 var _ reconciler.Reader = LiveReader{}

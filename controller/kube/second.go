@@ -10,27 +10,23 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
-	"github.com/sidecar-terminator/sidecar-terminator/controller/reconciler"
 )
 
-// KruiseTerminatorCRR reads OpenKruise's SidecarTerminator's CRR for the
-// pod live: the CRR informer lists only this controller's CRRs, and the
-// reconciler asks only on a signal (reconciler/second.go), so one GET then
-// costs less than caching every CRR of the cluster.
-func (c *Caches) KruiseTerminatorCRR(pod *corev1.Pod) (*kruisev1alpha1.ContainerRecreateRequest, error) {
-	return getKruiseTerminatorCRR(c.kruise, pod)
+// KruiseTerminatorCRR implements reconciler.SecondTerminatorReader, one of
+// the sync's live reads: OpenKruise's SidecarTerminator's CRR for the pod,
+// read from the API server. The CRR informer lists only this controller's
+// CRRs, and the reconciler asks only where its plan names the look
+// (decision.Confirm.SecondTerminator), so one GET then costs less than
+// caching every CRR of the cluster.
+func (w Writer) KruiseTerminatorCRR(ctx context.Context, pod *corev1.Pod) (*kruisev1alpha1.ContainerRecreateRequest, error) {
+	return getKruiseTerminatorCRR(ctx, w.Kruise, pod)
 }
 
-// KruiseTerminatorCRR: explain looks every time.
-func (l LiveReader) KruiseTerminatorCRR(pod *corev1.Pod) (*kruisev1alpha1.ContainerRecreateRequest, error) {
-	return getKruiseTerminatorCRR(l.Kruise, pod)
-}
-
-func getKruiseTerminatorCRR(client kruiseclient.Interface, pod *corev1.Pod) (*kruisev1alpha1.ContainerRecreateRequest, error) {
+func getKruiseTerminatorCRR(ctx context.Context, client kruiseclient.Interface, pod *corev1.Pod) (*kruisev1alpha1.ContainerRecreateRequest, error) {
 	if client == nil {
 		return nil, nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), liveTimeout)
+	ctx, cancel := context.WithTimeout(ctx, liveTimeout)
 	defer cancel()
 	crr, err := client.AppsV1alpha1().ContainerRecreateRequests(pod.Namespace).Get(ctx, decision.KruiseTerminatorCRRName(pod), metav1.GetOptions{})
 	switch {
@@ -48,8 +44,3 @@ func getKruiseTerminatorCRR(client kruiseclient.Interface, pod *corev1.Pod) (*kr
 	}
 	return nil, nil
 }
-
-var (
-	_ reconciler.SecondTerminatorReader = (*Caches)(nil)
-	_ reconciler.SecondTerminatorReader = LiveReader{}
-)

@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"context"
 	"testing"
 
 	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
@@ -60,18 +61,16 @@ func TestKruiseTerminatorCRRIsReadByNameAndOwner(t *testing.T) {
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: p.Name, UID: owner}}}}
 	}
 	client := kruisefake.NewSimpleClientset(crr(pod, "u-1"), crr(other, "someone-else"))
-	for _, read := range []interface {
-		KruiseTerminatorCRR(*corev1.Pod) (*kruisev1alpha1.ContainerRecreateRequest, error)
-	}{&Caches{kruise: client}, LiveReader{Kruise: client}} {
-		got, err := read.KruiseTerminatorCRR(pod)
-		if err != nil || got == nil || got.Name != "sidecar-termination-u-1" {
-			t.Errorf("%T: kruise's CRR for the pod: %v, %v", read, got, err)
-		}
-		if got, err := read.KruiseTerminatorCRR(other); err != nil || got != nil {
-			t.Errorf("%T: a CRR the pod does not own counted: %v, %v", read, got, err)
-		}
-		if got, err := read.KruiseTerminatorCRR(podtest.Pod("r").UID("u-3").Build()); err != nil || got != nil {
-			t.Errorf("%T: none: %v, %v", read, got, err)
-		}
+	read := Writer{Kruise: client}
+	ctx := context.Background()
+	got, err := read.KruiseTerminatorCRR(ctx, pod)
+	if err != nil || got == nil || got.Name != "sidecar-termination-u-1" {
+		t.Errorf("kruise's CRR for the pod: %v, %v", got, err)
+	}
+	if got, err := read.KruiseTerminatorCRR(ctx, other); err != nil || got != nil {
+		t.Errorf("a CRR the pod does not own counted: %v, %v", got, err)
+	}
+	if got, err := read.KruiseTerminatorCRR(ctx, podtest.Pod("r").UID("u-3").Build()); err != nil || got != nil {
+		t.Errorf("none: %v, %v", got, err)
 	}
 }

@@ -152,4 +152,6 @@ func (w Writer) LiveCRR(ctx context.Context, namespace, name string) (*kruisev1a
 	return w.Kruise.AppsV1alpha1().ContainerRecreateRequests(namespace).Get(ctx, name, metav1.GetOptions{})
 }
 
-var _ reconciler.LiveChecker = Writer{}
+// The Writer is also the sync's live reader: reconciler.New takes it as
+// such (app/run.go).
+var _ reconciler.LiveReader = Writer{}

@@ -35,20 +35,24 @@ type LiveChecker interface {
 }
 
 // LiveReader is every read a sync makes past the caches: the confirm
-// step's (LiveChecker) and a pod's owning Job (JobReader). It is a
-// dependency New requires, not a capability found on the Writer: when it
-// was found on the Writer by type assertion, a wrapper of the writer hid it
-// and the binary confirmed nothing live and read no Job, while every test,
+// step's (LiveChecker), a pod's owning Job (JobReader) and OpenKruise's
+// terminator's CRR (SecondTerminatorReader). It is a dependency New
+// requires, not a capability found on the Writer or the Reader: when it was
+// found on the Writer by type assertion, a wrapper of the writer hid it and
+// the binary confirmed nothing live and read no Job, while every test,
 // given an unwrapped fake, passed.
 type LiveReader interface {
 	LiveChecker
 	JobReader
+	SecondTerminatorReader
 }
 
 // NoLiveReads is the LiveReader of a reconciler its caller means to read
 // nothing live (one that only plans, or a benchmark of the sync's own
 // cost). Every read fails with an error that says so: a plan that needs one
-// is not carried out on what could not be checked.
+// is not carried out on what could not be checked. The one exception is
+// the rule's own: a look for OpenKruise's terminator's CRR that cannot be
+// read decides the pod as without it (confirm).
 type NoLiveReads struct{}
 
 var errNoLiveReads = errors.New("this reconciler was built to read nothing live (NoLiveReads)")
@@ -62,6 +66,10 @@ func (NoLiveReads) LiveCRR(context.Context, string, string) (*kruisev1alpha1.Con
 }
 
 func (NoLiveReads) LiveJob(context.Context, string, string) (*batchv1.Job, error) {
+	return nil, errNoLiveReads
+}
+
+func (NoLiveReads) KruiseTerminatorCRR(context.Context, *corev1.Pod) (*kruisev1alpha1.ContainerRecreateRequest, error) {
 	return nil, errNoLiveReads
 }
 
@@ -171,14 +179,12 @@ func (r *Reconciler) confirm(ctx context.Context, in decision.Input, c decision.
 		}
 	}
 	if c.SecondTerminator != 0 {
-		if read, ok := r.read.(SecondTerminatorReader); ok {
-			got.looked = c.SecondTerminator
-			in.SecondLooked |= c.SecondTerminator
-			// Not found, or not readable now: the pod is decided as without it.
-			if crr, err := read.KruiseTerminatorCRR(pod); err == nil && crr != nil {
-				got.second = secondFacts(crr)
-				in.SecondTerminator = got.second
-			}
+		got.looked = c.SecondTerminator
+		in.SecondLooked |= c.SecondTerminator
+		// Not found, or not readable now: the pod is decided as without it.
+		if crr, err := r.live.KruiseTerminatorCRR(ctx, pod); err == nil && crr != nil {
+			got.second = secondFacts(crr)
+			in.SecondTerminator = got.second
 		}
 	}
 	return in, got, nil

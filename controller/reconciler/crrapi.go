@@ -6,13 +6,11 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// crrAPIGone tells a Reader that can look again that the CRR API answered
-// 404: the CRD was removed while the controller ran.
+// crrAPIGone tells the Reader that the CRR API answered 404: the CRD was
+// removed while the controller ran, and discovery is asked again.
 func (r *Reconciler) crrAPIGone(logger klog.Logger) {
-	if d, ok := r.read.(CRRAPIRediscoverer); ok {
-		logger.Info("The ContainerRecreateRequest API answered 404: looking for it again")
-		d.RediscoverCRRAPI()
-	}
+	logger.Info("The ContainerRecreateRequest API answered 404: looking for it again")
+	r.read.RediscoverCRRAPI()
 }
 
 // crrAPIGoneSince keeps when this reconciler first found the CRR API not

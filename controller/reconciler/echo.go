@@ -37,7 +37,10 @@ import (
 // read it on their own goroutines, beside the pod's sync, so unlike the rest
 // of the memory it is read and written only under the reconciler's lock
 // (Reconciler.mu), taken once per write and once per event that could be an
-// echo. Forgetting the pod forgets the note with it.
+// echo. Forgetting the pod forgets the note with it, and so does its
+// replacement by another pod of the same name (a new UID): the new pod's
+// memory starts with no note, and until it is synced no event of the new
+// pod is taken for the old pod's echo (takeEcho asks for the UID).
 
 // expectEcho notes a write about to be sent, for the handlers to recognise
 // its echo (dropped again by unexpectEcho when the write fails). Only the

@@ -86,3 +86,60 @@ func TestForgettingAPodForgetsTheEchoOfItsWrite(t *testing.T) {
 		t.Error("the swap's echo dropped after the pod was forgotten: its note outlived the pod")
 	}
 }
+
+// A pod deleted and made again under its name (a new UID) while the echo of
+// the old pod's swap is still noted: the note is the old pod's, in the old
+// pod's memory. The new pod's events are never taken for that echo, even
+// one that looks exactly like it (the same swap, on the new pod); once the
+// new pod is synced its memory replaces the old one, the old note with it,
+// so the old pod's late echo is no longer dropped either; and the new pod's
+// own swap is noted afresh, its echo dropped once like any other.
+func TestAPodReplacedUnderItsNameIsNeverTakenForTheOldPodsEcho(t *testing.T) {
+	build := func(uid string) *corev1.Pod {
+		return podtest.Pod("p").UID(uid).Node("vk").Container("main", podtest.Exited(0, podtest.Epoch.Add(10*time.Second))).
+			Container("log", podtest.Env(decision.EnvTerminateWithImage, quickExit)).Build()
+	}
+	a, r, metrics := newAPI(t, build("uid-1"))
+	key := cache.ObjectName{Namespace: "default", Name: "p"}
+	if _, err := r.Sync(context.Background(), key); err != nil {
+		t.Fatal(err)
+	}
+	if len(a.writes) != 1 {
+		t.Fatalf("want the old pod's swap, got %v", a.writes)
+	}
+	oldBefore, oldEcho := a.cachedPods["p"], a.pods["p"].DeepCopy()
+
+	// The old pod is replaced before its echo came, and before the key's
+	// next sync.
+	a.pods["p"] = build("uid-2")
+	a.catchUp()
+	fresh := a.cachedPods["p"]
+	swappedLikeTheOld := fresh.DeepCopy()
+	swappedLikeTheOld.Spec.Containers[1].Image = quickExit
+	if !r.PodUpdateMatters(fresh, swappedLikeTheOld) {
+		t.Error("the new pod's update that looks like the old pod's swap was dropped as its echo")
+	}
+	if !r.PodUpdateMatters(oldBefore, fresh) {
+		t.Error("the update from the old pod to the new one (a relist) was dropped")
+	}
+
+	if _, err := r.Sync(context.Background(), key); err != nil {
+		t.Fatal(err)
+	}
+	if len(a.writes) != 2 {
+		t.Fatalf("want the new pod's own swap, got %v", a.writes)
+	}
+	if !r.PodUpdateMatters(oldBefore, oldEcho) {
+		t.Error("the old pod's echo dropped after the new pod's sync: its note outlived its memory")
+	}
+	newEcho := a.pods["p"].DeepCopy()
+	if r.PodUpdateMatters(fresh, newEcho) {
+		t.Error("the new pod's own swap's echo queued: its note was not made")
+	}
+	if !r.PodUpdateMatters(fresh, newEcho) {
+		t.Error("the new pod's echo dropped twice: it is dropped once")
+	}
+	if got := testutil.ToFloat64(metrics.PodsTracked); got != 1 {
+		t.Errorf("pods tracked %v, want 1: the new pod, the old one's memory gone", got)
+	}
+}

@@ -12,17 +12,32 @@ import (
 	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
 )
 
-// Reader is the controller's view of the cluster: in production, informer caches.
+// Reader is the controller's view of the cluster: in production, informer
+// caches. Every method is one the sync needs: none is found by type
+// assertion, so a wrapper of a Reader (which embeds this interface) cannot
+// hide one of them, as a wrapper of the Writer once hid the live reads.
 type Reader interface {
 	// Pod returns the pod, or an error for which apierrors.IsNotFound is true.
 	Pod(namespace, name string) (*corev1.Pod, error)
 	// Node returns what the named node says of itself (its labels,
 	// kubeletVersion and providerID), and whether it is known.
 	Node(name string) (decision.NodeFacts, bool)
+	// KruiseDaemon reports whether the node is known, from OpenKruise's own
+	// per-node objects (kube/daemons.go), to run a kruise-daemon, known to
+	// run none, or neither, at now, given how long a daemon may take to show
+	// itself (grace), and how that is known (for explain and Warnings). A
+	// Reader with nothing to tell it by (OpenKruise's NodeImage API not
+	// served) answers decision.DaemonUnknown: a CRR is tried.
+	KruiseDaemon(node string, now time.Time, grace time.Duration) (decision.DaemonState, string)
 	// CRRs returns the ContainerRecreateRequests this controller made for the pod.
 	CRRs(pod *corev1.Pod) ([]*kruisev1alpha1.ContainerRecreateRequest, error)
 	// CRRAPIAvailable reports whether the ContainerRecreateRequest API is served.
 	CRRAPIAvailable() bool
+	// RediscoverCRRAPI asks discovery again whether the CRR API is served;
+	// the reconciler calls it when a CRR create answers 404 (the CRD was
+	// removed while the controller ran). A Reader whose answer cannot
+	// change (one that makes no CRR) does nothing.
+	RediscoverCRRAPI()
 }
 
 // Writer is how the controller changes the cluster: in production, API calls.
@@ -49,16 +64,6 @@ type Recorder interface {
 	Event(object runtime.Object, eventtype, reason, message string)
 }
 
-// DaemonReader is a Reader that knows, from OpenKruise's own per-node
-// objects, whether a kruise-daemon serves a node (kube/daemons.go).
-type DaemonReader interface {
-	// KruiseDaemon reports whether the node is known to run a kruise-daemon,
-	// known to run none, or neither, at now, given how long a daemon may
-	// take to show itself (grace), and how that is known (for explain and
-	// Warnings).
-	KruiseDaemon(node string, now time.Time, grace time.Duration) (decision.DaemonState, string)
-}
-
 // DefaultKruiseDaemonGrace is --kruise-daemon-grace's default. A daemon
 // that exists shows itself well within it (openkruise/kruise v1.9.1):
 // kruise-manager makes a node's NodeImage 30 s after the node turns ready
@@ -73,10 +78,3 @@ type DaemonReader interface {
 // while its daemon is still starting; too long only delays the swap on a
 // node without one, by a failed CRR, for pods that finish that early.
 const DefaultKruiseDaemonGrace = 5 * time.Minute
-
-// CRRAPIRediscoverer is a Reader that can ask discovery again whether the
-// ContainerRecreateRequest API is served; the reconciler calls it when a CRR
-// create answers 404 (the CRD was removed while the controller ran).
-type CRRAPIRediscoverer interface {
-	RediscoverCRRAPI()
-}

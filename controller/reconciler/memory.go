@@ -37,10 +37,12 @@ func (r *Reconciler) forget(key cache.ObjectName) {
 	r.forgetLocked(key)
 }
 
-// forgetPod forgets the pod unless the memory under its key is of a later
+// forgetPod forgets the pod unless the memory under its key is of another
 // pod of the same name. The informer's handler calls it (PodUpdateMatters)
 // while a sync of the pod may run: that sync keeps the memory it holds, and
-// whatever it records there goes with it.
+// whatever it records there goes with it. The memory of an earlier pod of
+// the name is left to the key's sync, which the earlier pod's delete (or
+// the update to the new UID, on a relist) queued: it replaces or forgets it.
 func (r *Reconciler) forgetPod(key cache.ObjectName, uid types.UID) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

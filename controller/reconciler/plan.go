@@ -31,8 +31,8 @@ func (r *Reconciler) ExplainPlan(pod *corev1.Pod, now time.Time) (decision.Plan,
 	if err != nil {
 		return decision.Plan{}, err
 	}
-	if read, ok := r.read.(SecondTerminatorReader); ok && in.CRRAPI && in.SecondTerminator == nil {
-		if crr, err := read.KruiseTerminatorCRR(pod); err == nil && crr != nil {
+	if in.CRRAPI && in.SecondTerminator == nil {
+		if crr, err := r.live.KruiseTerminatorCRR(context.Background(), pod); err == nil && crr != nil {
 			in.SecondTerminator = secondFacts(crr)
 		}
 	}
@@ -59,8 +59,8 @@ func (r *Reconciler) input(pod *corev1.Pod, now time.Time) (decision.Input, erro
 		in.Node.Platform, in.Node.PlatformWhy = decision.PlatformOf(facts, in.Node.Virtual)
 		// A platform that can never run kruise-daemon waits for no sign
 		// of one (its NodeImage grace).
-		if d, ok := r.read.(DaemonReader); ok && in.Node.Capabilities().KruiseDaemon {
-			in.Node.Daemon, in.Node.DaemonWhy = d.KruiseDaemon(pod.Spec.NodeName, now, r.cfg.KruiseDaemonGrace)
+		if in.Node.Capabilities().KruiseDaemon {
+			in.Node.Daemon, in.Node.DaemonWhy = r.read.KruiseDaemon(pod.Spec.NodeName, now, r.cfg.KruiseDaemonGrace)
 		}
 	}
 	in.CRRAPIGoneSince = r.crrAPIGoneSince(in.CRRAPI, now)

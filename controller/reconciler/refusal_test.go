@@ -57,6 +57,17 @@ func (w *world) CRRs(*corev1.Pod) ([]*kruisev1alpha1.ContainerRecreateRequest, e
 func (w *world) CRRAPIAvailable() bool { return w.crrAPI }
 func (w *world) RediscoverCRRAPI()     { w.rediscover++ }
 
+// KruiseDaemon: the world has no NodeImages, so nothing is known of the
+// daemons (daemonWorld's nodes run one).
+func (w *world) KruiseDaemon(string, time.Time, time.Duration) (decision.DaemonState, string) {
+	return decision.DaemonUnknown, ""
+}
+
+// KruiseTerminatorCRR: OpenKruise's own SidecarTerminator acts on no pod here.
+func (w *world) KruiseTerminatorCRR(context.Context, *corev1.Pod) (*kruisev1alpha1.ContainerRecreateRequest, error) {
+	return nil, nil
+}
+
 // LivePod, LiveCRR and LiveJob read the world as the API server holds it:
 // the pod and CRRs it shows (it has no cache apart), and no Job.
 func (w *world) LivePod(_ context.Context, _, name string) (*corev1.Pod, error) {

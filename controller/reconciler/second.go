@@ -1,6 +1,7 @@
 package reconciler
 
 import (
+	"context"
 	"fmt"
 
 	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
@@ -10,15 +11,16 @@ import (
 	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
 )
 
-// SecondTerminatorReader is a Reader that can read the CRR OpenKruise's own
-// SidecarTerminator makes for a pod (decision/second.go). The controller's
-// informer lists only its own CRRs, so this is a read of its own: made only
-// on a signal the controller already has, never on the happy path.
+// SecondTerminatorReader reads the CRR OpenKruise's own SidecarTerminator
+// makes for a pod (decision/second.go), from the API server: the
+// controller's informer lists only its own CRRs. It is one of the live
+// reads (LiveReader), made only where the plan asks for it
+// (decision.Confirm.SecondTerminator), never on the happy path.
 type SecondTerminatorReader interface {
 	// KruiseTerminatorCRR returns the CRR named
-	// decision.KruiseTerminatorCRRName(pod) in the pod's namespace, or nil
-	// when there is none.
-	KruiseTerminatorCRR(pod *corev1.Pod) (*kruisev1alpha1.ContainerRecreateRequest, error)
+	// decision.KruiseTerminatorCRRName(pod) in the pod's namespace if the
+	// pod owns it, or nil when there is none.
+	KruiseTerminatorCRR(ctx context.Context, pod *corev1.Pod) (*kruisev1alpha1.ContainerRecreateRequest, error)
 }
 
 // awaited is the pod's memory that a first CRR of the pod waited for

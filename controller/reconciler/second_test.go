@@ -32,7 +32,7 @@ type withKruise struct {
 	gets   int
 }
 
-func (w *withKruise) KruiseTerminatorCRR(pod *corev1.Pod) (*kruisev1alpha1.ContainerRecreateRequest, error) {
+func (w *withKruise) KruiseTerminatorCRR(_ context.Context, pod *corev1.Pod) (*kruisev1alpha1.ContainerRecreateRequest, error) {
 	w.gets++
 	return w.kruise[decision.KruiseTerminatorCRRName(pod)], nil
 }
@@ -55,7 +55,7 @@ func (w *withKruise) kruiseActs(pod *corev1.Pod, containers ...string) {
 func newKruiseAPI(t *testing.T, pods ...*corev1.Pod) (*withKruise, *reconciler.Reconciler, *reconciler.Metrics) {
 	a, _, m := newAPI(t, pods...)
 	w := &withKruise{apiFake: a, kruise: map[string]*kruisev1alpha1.ContainerRecreateRequest{}}
-	return w, reconciler.New(reconciler.DefaultConfig(), w, a, a, a, m, a.clock), m
+	return w, reconciler.New(reconciler.DefaultConfig(), w, a, w, a, m, a.clock), m
 }
 
 func (a *apiFake) setCRRPhase(name string, phase kruisev1alpha1.ContainerRecreateRequestPhase) {

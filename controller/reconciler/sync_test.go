@@ -95,6 +95,19 @@ func (a *apiFake) CRRs(pod *corev1.Pod) ([]*kruisev1alpha1.ContainerRecreateRequ
 }
 
 func (a *apiFake) CRRAPIAvailable() bool { return true }
+func (a *apiFake) RediscoverCRRAPI()     {}
+
+// KruiseDaemon: the fake has no NodeImages, so nothing is known of the
+// daemons (a CRR is tried), as where OpenKruise's NodeImage API is not served.
+func (a *apiFake) KruiseDaemon(string, time.Time, time.Duration) (decision.DaemonState, string) {
+	return decision.DaemonUnknown, ""
+}
+
+// KruiseTerminatorCRR: OpenKruise's own SidecarTerminator makes no CRR in
+// this API server (withKruise's does).
+func (a *apiFake) KruiseTerminatorCRR(context.Context, *corev1.Pod) (*kruisev1alpha1.ContainerRecreateRequest, error) {
+	return nil, nil
+}
 
 // LivePod, LiveCRR and LiveJob read the truth, not the cache, as the
 // reconciler's live reads read the API server; the fake holds no Job.

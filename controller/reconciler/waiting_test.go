@@ -32,6 +32,12 @@ func (mapReader) CRRs(*corev1.Pod) ([]*kruisev1alpha1.ContainerRecreateRequest, 
 	return nil, nil
 }
 func (mapReader) CRRAPIAvailable() bool { return true }
+func (mapReader) RediscoverCRRAPI()     {}
+
+// KruiseDaemon: no NodeImages here, so nothing is known of the daemons.
+func (mapReader) KruiseDaemon(string, time.Time, time.Duration) (decision.DaemonState, string) {
+	return decision.DaemonUnknown, ""
+}
 
 type nopEvents struct{}
 
