@@ -169,8 +169,10 @@ func explainPod(ctx context.Context, w io.Writer, client kubernetes.Interface, r
 }
 
 // explainLive is explain's live reads (reconciler.LiveReader): the Job
-// through its live reader, with that reader's timeout, and the pod and CRRs
-// as the controller reads them, which explain's plan never asks for.
+// through its live reader, with that reader's timeout; the pod, the CRRs
+// and OpenKruise's own terminator's CRR as the controller reads them
+// (kube.Writer), which explain's plan never asks for but the reconciler
+// requires.
 type explainLive struct {
 	kube.Writer
 	read kube.LiveReader
