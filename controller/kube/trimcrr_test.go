@@ -3,7 +3,6 @@ package kube
 import (
 	"encoding/json"
 	"fmt"
-	"runtime"
 	"testing"
 	"time"
 
@@ -123,24 +122,12 @@ func BenchmarkTrimCRRRetained(b *testing.B) {
 	}
 	for name, transform := range map[string]func(any) (any, error){"stripped": StripManagedFields, "trimmed": TrimCRR} {
 		b.Run(name, func(b *testing.B) {
-			kept := make([]any, crrs)
-			var before, after runtime.MemStats
-			for range b.N {
-				clear(kept)
-				runtime.GC()
-				runtime.ReadMemStats(&before)
-				for i, data := range wire {
-					c := &kruisev1alpha1.ContainerRecreateRequest{}
-					if err := json.Unmarshal(data, c); err != nil {
-						b.Fatal(err)
-					}
-					kept[i], _ = transform(c)
-				}
-				runtime.GC()
-				runtime.ReadMemStats(&after)
-			}
-			b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/crrs, "retained-B/crr")
-			runtime.KeepAlive(kept)
+			bytes, _ := retainedPerObject(b, wire, func(data []byte) (any, error) {
+				c := &kruisev1alpha1.ContainerRecreateRequest{}
+				err := json.Unmarshal(data, c)
+				return c, err
+			}, transform)
+			b.ReportMetric(bytes, "retained-B/crr")
 		})
 	}
 }
