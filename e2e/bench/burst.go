@@ -50,6 +50,8 @@ type BurstResult struct {
 	RSSBytesPeak int64 `json:"rssBytesPeak"`
 	// FirstExit is when the first main exit was written.
 	FirstExit time.Time `json:"firstExit"`
+	// timeline is the burst second by second, kept beside its log.
+	timeline []timelineSecond
 }
 
 // burst creates pods running on the bench nodes, then ends every main
@@ -309,6 +311,7 @@ func (b *burst) summarize(res *BurstResult, start time.Time) {
 	}
 	sort.Float64s(lat)
 	res.Latencies = lat
+	res.timeline = timeline(start, b.exitAt, b.actAt, b.doneAt)
 	res.P50, res.P90, res.P99, res.Max = quantile(lat, 0.5), quantile(lat, 0.9), quantile(lat, 0.99), quantile(lat, 1)
 	if !last.IsZero() {
 		res.AllSucceededSeconds = last.Sub(start).Seconds()

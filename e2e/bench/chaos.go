@@ -312,9 +312,24 @@ func keepLog(cfg Config, name, path string) {
 		return
 	}
 	data, err := os.ReadFile(path)
-	if err == nil {
-		err = os.MkdirAll(cfg.LogDir, 0o755)
+	if err != nil {
+		cfg.Logf("keep %s: %v", name, err)
+		return
 	}
+	keep(cfg, name, data)
+}
+
+// keepTimeline writes a burst's timeline into cfg.LogDir, if one is set,
+// beside the terminator's log.
+func keepTimeline(cfg Config, name string, res BurstResult) {
+	if cfg.LogDir == "" {
+		return
+	}
+	keep(cfg, name, []byte(timelineTSV(res.timeline)))
+}
+
+func keep(cfg Config, name string, data []byte) {
+	err := os.MkdirAll(cfg.LogDir, 0o755)
 	if err == nil {
 		err = os.WriteFile(filepath.Join(cfg.LogDir, name), data, 0o644)
 	}

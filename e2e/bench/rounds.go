@@ -74,6 +74,7 @@ func (w *world) controllerRound(ctx context.Context, rep *Report, round *Round, 
 		return err
 	}
 	round.Controller.Terminator = "sidecar-terminator"
+	keepTimeline(w.cfg, run+".controller.timeline.tsv", round.Controller)
 	round.Breakdown = breakdown(before, after)
 	logf("%s: controller during the burst: %s", run, round.Breakdown)
 	round.Events, round.EventsSeconds = waitForEvents(ctx, w.kube, run, w.cfg.BurstPods, round.Controller.FirstExit)
@@ -114,6 +115,7 @@ func (w *world) yardstickRound(ctx context.Context, rep *Report, round *Round, r
 		return err
 	}
 	round.Yardstick.Terminator = "yardstick"
+	keepTimeline(w.cfg, run+".yardstick.timeline.tsv", round.Yardstick)
 	_ = yard.Process.Kill()
 	_ = yard.Wait()
 	return w.clearRun(ctx, run)

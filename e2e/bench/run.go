@@ -45,7 +45,9 @@ type Config struct {
 	ProfileDir string `json:"-"`
 	// LogDir, when set, keeps every controller's log there: of a chaos run
 	// (chaos-SCENARIO-N.log), to read why a check failed, and of each bench
-	// burst (RUN.controller.log), to follow a slow pod's syncs.
+	// burst (RUN.controller.log), to follow a slow pod's syncs, with each
+	// burst's timeline (RUN.controller.timeline.tsv, RUN.yardstick.timeline.tsv):
+	// exits written, actions seen and pods finished, second by second.
 	LogDir string `json:"-"`
 	// ProfileSeconds is the CPU profile's length from the first main exit
 	// (profileSeconds when zero); one as long as the burst shows what its

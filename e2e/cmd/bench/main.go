@@ -44,7 +44,7 @@ func main() {
 	fs.IntVar(&cfg.KruiseBurst, "kruise-burst", 2000, "kruise-manager's raised client burst (at least -kruise-qps)")
 	fs.BoolVar(&cfg.KruiseRaisedOnly, "kruise-raised-only", false, "leave out kruise-manager's column at its shipped client QPS (the scale tier: at QPS 30 a 20,000-pod burst takes minutes)")
 	fs.StringVar(&cfg.ProfileDir, "profile-dir", "", "run the controller with --profiling and keep its CPU and heap profiles here")
-	fs.StringVar(&cfg.LogDir, "log-dir", "", "keep the controllers' logs here (chaos runs, and each burst of the bench)")
+	fs.StringVar(&cfg.LogDir, "log-dir", "", "keep the controllers' logs here (chaos runs, and each burst of the bench, with each burst's timeline: exits, actions and finished pods a second)")
 	fs.IntVar(&cfg.ProfileSeconds, "profile-seconds", 30, "length of the controller's CPU profile, from the first main exit")
 	out := fs.String("out", "e2e/bench/results", "directory for the results")
 	scenario := fs.String("scenario", "", "chaos: run only this scenario")
