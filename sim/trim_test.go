@@ -11,8 +11,9 @@ import (
 )
 
 // trimProbe sits between a simulated controller and its cache. Every pod the
-// controller reads is also decided twice, as the cache holds it and as
-// kube.TrimPod (the production informer's transform) leaves it, with the same
+// controller reads is also decided twice, as the cache holds it and as a
+// read of the production informer's cache returns it (kube.AsCached: its
+// transform, kube.TrimPod, then encoded and decoded), with the same
 // node, CRRs, clock and policy: the two plans must be equal. The probe's own
 // reconciler reads the cache directly, so it never sees itself.
 type trimProbe struct {
@@ -32,13 +33,13 @@ func (p *trimProbe) Pod(namespace, name string) (*corev1.Pod, error) {
 	}
 	p.reads++
 	p.uids[string(pod.UID)] = true
-	obj, err := kube.TrimPod(pod.DeepCopy())
+	cached, err := kube.AsCached(pod.DeepCopy())
 	if err != nil {
 		p.t.Fatalf("trim pod %s: %v", name, err)
 	}
 	now := p.s.now()
 	full, errFull := p.plan.Plan(pod, now)
-	trimmed, errTrimmed := p.plan.Plan(obj.(*corev1.Pod), now)
+	trimmed, errTrimmed := p.plan.Plan(cached, now)
 	if (errFull == nil) != (errTrimmed == nil) {
 		p.t.Errorf("pod %s at %s: plan error %v on the full pod, %v on the trimmed one", name, now, errFull, errTrimmed)
 	}

@@ -163,7 +163,7 @@ func burstHeap(tb testing.TB, pods int) []heapPart {
 		if err := pod.Unmarshal(data); err != nil {
 			tb.Fatal(err)
 		}
-		obj, _ := kube.TrimPod(pod)
+		obj, _ := kube.CachePod(pod)
 		if err := caches.PodInformer.GetIndexer().Add(obj); err != nil {
 			tb.Fatal(err)
 		}

@@ -86,7 +86,7 @@ func newBinary(t *testing.T, pod *corev1.Pod, objs, crrs []runtime.Object, setup
 	if b.caches, err = kube.NewCaches(b.client, metadatafake.NewSimpleMetadataClient(scheme), b.kruise, true); err != nil {
 		t.Fatal(err)
 	}
-	trimmed, _ := kube.TrimPod(pod.DeepCopy())
+	trimmed, _ := kube.CachePod(pod.DeepCopy())
 	if err := b.caches.PodInformer.GetIndexer().Add(trimmed); err != nil {
 		t.Fatal(err)
 	}

@@ -143,7 +143,7 @@ func recoverEvents(ctx context.Context, client kubernetes.Interface, rec reconci
 func noteEarlierActions(ctx context.Context, caches *kube.Caches, policy decision.Policy, client kubernetes.Interface, rec reconciler.Recorder) {
 	var pods []*corev1.Pod
 	for _, o := range caches.PodInformer.GetStore().List() {
-		if p, ok := o.(*corev1.Pod); ok {
+		if p, ok := kube.CachedPod(o); ok {
 			pods = append(pods, p)
 		}
 	}

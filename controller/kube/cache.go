@@ -66,7 +66,7 @@ func NewCaches(client kubernetes.Interface, meta metadata.Interface, kruise krui
 	c.podFactory = informers.NewSharedInformerFactoryWithOptions(client, 0,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = PodFieldSelector }))
 	c.PodInformer = c.podFactory.Core().V1().Pods().Informer()
-	if err := c.PodInformer.SetTransform(TrimPod); err != nil {
+	if err := c.PodInformer.SetTransform(CachePod); err != nil {
 		return nil, fmt.Errorf("set pod transform: %w", err)
 	}
 	c.nodeFactory = metadatainformer.NewSharedInformerFactory(meta, 0)
@@ -239,7 +239,20 @@ func (c *Caches) Pod(namespace, name string) (*corev1.Pod, error) {
 	if !ok {
 		return nil, apierrors.NewNotFound(corev1.Resource("pods"), name)
 	}
-	return obj.(*corev1.Pod), nil
+	pod, ok := CachedPod(obj)
+	if !ok {
+		return nil, fmt.Errorf("pod %s/%s: the cache holds a %T", namespace, name, obj)
+	}
+	return pod, nil
+}
+
+// cached is the pod cache's own form of the pod, not decoded.
+func (c *Caches) cached(key cache.ObjectName) (*cachedPod, bool) {
+	obj, ok, err := c.PodInformer.GetIndexer().GetByKey(key.String())
+	if err != nil || !ok {
+		return nil, false
+	}
+	return cachedOf(obj)
 }
 
 // Node implements reconciler.Reader.

@@ -82,11 +82,8 @@ func retryRateLimiter() workqueue.TypedRateLimiter[cache.ObjectName] {
 }
 
 func (c *Controller) enqueuePod(obj any) {
-	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = d.Obj
-	}
-	if pod, ok := obj.(*corev1.Pod); ok {
-		c.queue.Add(cache.ObjectName{Namespace: pod.Namespace, Name: pod.Name})
+	if key, err := cache.DeletionHandlingObjectToName(obj); err == nil {
+		c.queue.Add(key)
 	}
 }
 
@@ -103,18 +100,38 @@ type EchoFilter interface {
 // and with an EchoFilter the echoes of the syncer's own writes.
 // Objects of another type are let through.
 func (c *Controller) podUpdateMatters(old, obj any) bool {
-	o, ok1 := old.(*corev1.Pod)
-	n, ok2 := obj.(*corev1.Pod)
-	if f, filters := c.syncer.(EchoFilter); filters && ok1 && ok2 {
-		return f.PodUpdateMatters(o, n)
+	f, filters := c.syncer.(EchoFilter)
+	if !filters {
+		return podUpdateMatters(old, obj)
 	}
-	return podUpdateMatters(old, obj)
+	if neitherEligible(old, obj) {
+		return false
+	}
+	o, ok1 := CachedPod(old)
+	n, ok2 := CachedPod(obj)
+	return !ok1 || !ok2 || f.PodUpdateMatters(o, n)
 }
 
+// podUpdateMatters and podAddMatters read the pods as the cache holds
+// them (CachePod); anything else is queued. Both answer first from what
+// the cache knows of each version without decoding it (its eligibility),
+// as reconciler.PodUpdateMatters and PodAddMatters would
+// (TestTheCachesFiltersAnswerAsTheReconcilers).
 func podUpdateMatters(old, obj any) bool {
-	o, ok1 := old.(*corev1.Pod)
-	n, ok2 := obj.(*corev1.Pod)
+	if neitherEligible(old, obj) {
+		return false
+	}
+	o, ok1 := CachedPod(old)
+	n, ok2 := CachedPod(obj)
 	return !ok1 || !ok2 || reconciler.PodUpdateMatters(o, n)
+}
+
+// neitherEligible is reconciler.PodUpdateMatters's first rule: two
+// versions of one pod, neither of which the decision looks at.
+func neitherEligible(old, obj any) bool {
+	o, ok1 := cachedOf(old)
+	n, ok2 := cachedOf(obj)
+	return ok1 && ok2 && o.meta.UID == n.meta.UID && !o.eligible && !n.eligible
 }
 
 func (c *Controller) crrAddMatters(obj any) bool {
@@ -124,8 +141,8 @@ func (c *Controller) crrAddMatters(obj any) bool {
 }
 
 func podAddMatters(obj any) bool {
-	pod, ok := obj.(*corev1.Pod)
-	return !ok || reconciler.PodAddMatters(pod)
+	c, ok := cachedOf(obj)
+	return !ok || c.eligible
 }
 
 func crrUpdateMatters(old, obj any) bool {
@@ -143,11 +160,9 @@ func (c *Controller) enqueueCRRPod(obj any) bool {
 	}
 	if crr, ok := obj.(*kruisev1alpha1.ContainerRecreateRequest); ok {
 		key := cache.ObjectName{Namespace: crr.Namespace, Name: crr.Spec.PodName}
-		pod, err := c.caches.Pod(key.Namespace, key.Name)
-		if err != nil {
-			pod = nil
-		}
-		if !reconciler.CRREventMatters(pod) {
+		// reconciler.CRREventMatters, from what the cache knows of the pod
+		// without decoding it: held, and eligible.
+		if held, ok := c.caches.cached(key); !ok || !held.eligible {
 			return false
 		}
 		c.queue.Add(key)

@@ -9,17 +9,21 @@ import (
 
 	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
 	"github.com/sidecar-terminator/sidecar-terminator/controller/podtest"
+	"github.com/sidecar-terminator/sidecar-terminator/controller/reconciler"
 )
 
 // What the pod informer's handlers queue, on pods as the informer delivers
-// them (trimmed): a kubelet status heartbeat while the main runs (probe
+// them (trimmed and encoded, CachePod): a kubelet status heartbeat while the main runs (probe
 // times, IPs, readiness, a resourceVersion) is dropped; a container's exit
 // is not; a finished pod's later updates are dropped, and so is the add of a
 // pod with no container status yet.
 func TestPodHandlersDropWhatChangesNoDecision(t *testing.T) {
-	trim := func(p *corev1.Pod) *corev1.Pod {
-		out, _ := TrimPod(p)
-		return out.(*corev1.Pod)
+	trim := func(p *corev1.Pod) any {
+		out, err := CachePod(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
 	}
 	running := jobPod("hb", podtest.Env(decision.EnvTerminate, "true")).Condition(corev1.PodReady, corev1.ConditionTrue).Build()
 	running.ResourceVersion = "1"
@@ -57,5 +61,55 @@ func TestPodHandlersDropWhatChangesNoDecision(t *testing.T) {
 	}
 	if !podAddMatters(trim(running)) {
 		t.Error("the add of a running Job pod (the initial list) was dropped")
+	}
+}
+
+// The handlers answer from what the cache knows of a pod without decoding
+// it (its eligibility) where they can: for every pair of versions, the
+// answer is the reconciler's filter's on the pods as a cache read returns them.
+func TestTheCachesFiltersAnswerAsTheReconcilers(t *testing.T) {
+	versions := []*corev1.Pod{}
+	for _, p := range cachedPodCases() {
+		versions = append(versions, p)
+	}
+	created := jobPod("p").Build()
+	created.Status.ContainerStatuses, created.Status.Phase = nil, corev1.PodPending
+	running := jobPod("p", podtest.Env(decision.EnvTerminate, "true")).Build()
+	running.UID = created.UID
+	done := running.DeepCopy()
+	done.Status.Phase = corev1.PodSucceeded
+	deleting := done.DeepCopy()
+	deleting.DeletionTimestamp = &metav1.Time{Time: podtest.Epoch}
+	replaced := created.DeepCopy()
+	replaced.UID = "another"
+	failed := replaced.DeepCopy()
+	failed.Status.Phase = corev1.PodFailed
+	versions = append(versions, created, running, done, deleting, replaced, failed)
+	eligible := 0
+	for i, a := range versions {
+		ca, err := CachePod(a.DeepCopy())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ra, _ := AsCached(a.DeepCopy())
+		if got, want := podAddMatters(ca), reconciler.PodAddMatters(ra); got != want {
+			t.Errorf("version %d (%s): add matters %v, the reconciler's filter says %v", i, a.Name, got, want)
+		}
+		if got, want := ca.(*cachedPod).eligible, reconciler.CRREventMatters(ra); got != want {
+			t.Errorf("version %d (%s): a CRR event matters %v, the reconciler's filter says %v", i, a.Name, got, want)
+		}
+		if ca.(*cachedPod).eligible {
+			eligible++
+		}
+		for j, b := range versions {
+			cb, _ := CachePod(b.DeepCopy())
+			rb, _ := AsCached(b.DeepCopy())
+			if got, want := podUpdateMatters(ca, cb), reconciler.PodUpdateMatters(ra, rb); got != want {
+				t.Errorf("versions %d→%d (%s→%s): update matters %v, the reconciler's filter says %v", i, j, a.Name, b.Name, got, want)
+			}
+		}
+	}
+	if eligible == 0 || eligible == len(versions) {
+		t.Fatalf("%d of %d versions eligible: the cases test nothing", eligible, len(versions))
 	}
 }

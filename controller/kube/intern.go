@@ -6,12 +6,12 @@ import "unique"
 // long is rarely repeated.
 const maxInternedLen = 256
 
-// intern returns the shared copy of s. Every pod decoded from the watch has
-// its own copy of each string, so 20,000 pods of one Job template held
-// 20,000 copies of the same image, namespace and node names. The standard
-// library's unique package holds each value weakly: a value no cached pod
-// uses any more is dropped by the garbage collector, so the table is
-// bounded by the strings the cache holds anyway.
+// intern returns the shared copy of s, for the CRR cache (TrimCRR): every
+// CRR decoded from the watch has its own copy of each string, though a
+// burst's thousands of CRRs repeat the same namespace, labels and container
+// names. The standard library's unique package holds each value weakly: a
+// value no cached CRR uses any more is dropped by the garbage collector.
+// (The pod cache holds its pods encoded, which shares nothing: CachePod.)
 func intern(s string) string {
 	if s == "" || len(s) > maxInternedLen {
 		return s

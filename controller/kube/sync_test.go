@@ -74,7 +74,7 @@ func (f *fixture) newReconciler() {
 }
 
 func (f *fixture) setPod(p *corev1.Pod) {
-	trimmed, _ := TrimPod(p.DeepCopy())
+	trimmed, _ := CachePod(p.DeepCopy())
 	if err := f.caches.PodInformer.GetIndexer().Update(trimmed); err != nil {
 		f.t.Fatal(err)
 	}

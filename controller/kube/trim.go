@@ -12,28 +12,27 @@ import (
 	"github.com/sidecar-terminator/sidecar-terminator/controller/reconciler"
 )
 
-// TrimPod is the pod informer's transform: it keeps only what the decision,
-// the patches and the events read, so that a cluster full of Job pods costs
-// little memory. Container order and count are kept: patches address
-// containers by index. The strings that many pods repeat are shared
-// between them (intern.go).
+// TrimPod keeps of a pod only what the decision, the patches and the events
+// read, so that a cluster full of Job pods costs little memory: the pod
+// cache holds it encoded (CachePod), and a live read of the pod is decided
+// on as trimmed. Container order and count are kept: patches address
+// containers by index.
 func TrimPod(obj any) (any, error) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
 		return obj, nil
 	}
-	in := intern
 	out := &corev1.Pod{
-		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		TypeMeta: podTypeMeta,
 		ObjectMeta: metav1.ObjectMeta{
-			Name: pod.Name, GenerateName: in(pod.GenerateName), Namespace: in(pod.Namespace), UID: pod.UID,
+			Name: pod.Name, GenerateName: pod.GenerateName, Namespace: pod.Namespace, UID: pod.UID,
 			ResourceVersion: pod.ResourceVersion, DeletionTimestamp: pod.DeletionTimestamp,
 			Annotations: ourAnnotations(pod.Annotations), OwnerReferences: jobOwner(pod.OwnerReferences),
 		},
-		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicy(in(string(pod.Spec.RestartPolicy))), NodeName: in(pod.Spec.NodeName),
+		Spec: corev1.PodSpec{RestartPolicy: pod.Spec.RestartPolicy, NodeName: pod.Spec.NodeName,
 			TerminationGracePeriodSeconds: pod.Spec.TerminationGracePeriodSeconds},
 		Status: corev1.PodStatus{
-			Phase:                 corev1.PodPhase(in(string(pod.Status.Phase))),
+			Phase:                 pod.Status.Phase,
 			ContainerStatuses:     trimStatuses(pod.Status.ContainerStatuses),
 			InitContainerStatuses: trimStatuses(pod.Status.InitContainerStatuses),
 		},
@@ -49,20 +48,20 @@ func TrimPod(obj any) (any, error) {
 	for _, c := range pod.Spec.InitContainers {
 		// The image too: the plan lists every container with its image, and
 		// `explain` prints it.
-		out.Spec.InitContainers = append(out.Spec.InitContainers, corev1.Container{Name: in(c.Name), Image: in(capValue(c.Image)),
+		out.Spec.InitContainers = append(out.Spec.InitContainers, corev1.Container{Name: c.Name, Image: capValue(c.Image),
 			RestartPolicy: c.RestartPolicy, RestartPolicyRules: c.RestartPolicyRules})
 	}
 	// The container's restartPolicy and restartPolicyRules decide whether the
 	// kubelet runs it again (decision/restart.go): a main done by the pod's
 	// policy may not be done by its own.
 	for _, c := range pod.Spec.Containers {
-		out.Spec.Containers = append(out.Spec.Containers, corev1.Container{Name: in(c.Name), Image: in(capValue(c.Image)), Env: ourEnv(c.Env),
+		out.Spec.Containers = append(out.Spec.Containers, corev1.Container{Name: c.Name, Image: capValue(c.Image), Env: ourEnv(c.Env),
 			RestartPolicy: c.RestartPolicy, RestartPolicyRules: c.RestartPolicyRules})
 	}
 	for _, c := range pod.Status.Conditions {
 		// Type and status only (the settle patch needs to know whether the
 		// list is empty), and for ours when it was set.
-		trimmed := corev1.PodCondition{Type: corev1.PodConditionType(in(string(c.Type))), Status: corev1.ConditionStatus(in(string(c.Status)))}
+		trimmed := corev1.PodCondition{Type: c.Type, Status: c.Status}
 		if c.Type == decision.ConditionSidecarTerminated {
 			trimmed.LastTransitionTime = c.LastTransitionTime
 			if c.Message == decision.KruiseSettleMessage {
@@ -83,7 +82,7 @@ func ourAnnotations(in map[string]string) map[string]string {
 			if out == nil {
 				out = map[string]string{}
 			}
-			out[k] = intern(capValue(v))
+			out[k] = capValue(v)
 		}
 	}
 	for k := range in {
@@ -92,7 +91,7 @@ func ourAnnotations(in map[string]string) map[string]string {
 			if out == nil {
 				out = map[string]string{}
 			}
-			out[intern(k)] = ""
+			out[k] = ""
 		}
 	}
 	return out
@@ -114,12 +113,12 @@ func ourEnv(in []corev1.EnvVar) []corev1.EnvVar {
 	for _, e := range in {
 		switch e.Name {
 		case decision.EnvTerminate, decision.EnvTerminateWithImage, decision.EnvIgnoreExitCode:
-			e.Name, e.Value = intern(e.Name), intern(capValue(e.Value))
+			e.Value = capValue(e.Value)
 			out = append(out, e)
 		default:
 			if decision.NearMissEnv(e.Name) != "" {
 				// The name alone, for the near-miss Warning.
-				out = append(out, corev1.EnvVar{Name: intern(e.Name)})
+				out = append(out, corev1.EnvVar{Name: e.Name})
 			}
 		}
 	}
@@ -132,22 +131,18 @@ func trimStatuses(in []corev1.ContainerStatus) []corev1.ContainerStatus {
 	}
 	out := make([]corev1.ContainerStatus, len(in))
 	for i, s := range in {
-		out[i] = corev1.ContainerStatus{Name: intern(s.Name), State: s.State, RestartCount: s.RestartCount,
-			ContainerID: s.ContainerID, Image: intern(capValue(s.Image))}
+		out[i] = corev1.ContainerStatus{Name: s.Name, State: s.State, RestartCount: s.RestartCount,
+			ContainerID: s.ContainerID, Image: capValue(s.Image)}
 		if w := s.State.Waiting; w != nil {
 			// The kubelet's message quotes the image, which the pod's
 			// author chose; nothing reads it.
-			out[i].State.Waiting = &corev1.ContainerStateWaiting{Reason: intern(capValue(w.Reason))}
+			out[i].State.Waiting = &corev1.ContainerStateWaiting{Reason: capValue(w.Reason)}
 		}
 		if t := s.LastTerminationState.Terminated; t != nil {
 			out[i].LastTerminationState.Terminated = &corev1.ContainerStateTerminated{ExitCode: t.ExitCode, FinishedAt: t.FinishedAt}
 		}
 		if t := out[i].State.Terminated; t != nil {
-			id := t.ContainerID
-			if id == s.ContainerID {
-				id = s.ContainerID // one copy of the two the kubelet wrote
-			}
-			out[i].State.Terminated = &corev1.ContainerStateTerminated{ExitCode: t.ExitCode, StartedAt: t.StartedAt, FinishedAt: t.FinishedAt, ContainerID: id}
+			out[i].State.Terminated = &corev1.ContainerStateTerminated{ExitCode: t.ExitCode, StartedAt: t.StartedAt, FinishedAt: t.FinishedAt, ContainerID: t.ContainerID}
 			if t.Reason == decision.RestartingAllContainersReason {
 				// The kubelet stopped it to restart the whole pod in place.
 				out[i].State.Terminated.Reason = decision.RestartingAllContainersReason

@@ -5,7 +5,6 @@ import (
 	"runtime"
 	"testing"
 	"time"
-	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -48,103 +47,31 @@ func kubeletJobPod(i int) *corev1.Pod {
 	}
 }
 
-// BenchmarkTrimPodRetained reports the heap a trimmed pod keeps alive in the
-// cache (retained-B/pod), the figure a burst's peak heap grows by per pod.
-func BenchmarkTrimPodRetained(b *testing.B) {
-	const pods = 10000
-	wire := make([][]byte, pods)
-	for i := range wire {
-		data, err := kubeletJobPod(i).Marshal()
-		if err != nil {
-			b.Fatal(err)
-		}
-		wire[i] = data
-	}
-	b.ResetTimer()
-	// Decoded one by one, as the informer does: no two pods share the
-	// memory of a string, and the decoded pod is garbage once trimmed.
-	bytes, objects := retainedPerObject(b, wire, func(data []byte) (any, error) {
-		pod := &corev1.Pod{}
-		err := pod.Unmarshal(data)
-		return pod, err
-	}, TrimPod)
-	b.ReportMetric(bytes, "retained-B/pod")
-	b.ReportMetric(objects, "retained-objects/pod")
-}
-
 // retainedPerObject decodes each of wire and keeps what transform makes of
-// it, b.N times, and gives the heap bytes and objects kept alive per
+// it, rounds times, and gives the heap bytes and objects kept alive per
 // object, measured after a GC on each side: what a cache grows by per
 // object it holds.
-func retainedPerObject(b *testing.B, wire [][]byte, decode func([]byte) (any, error), transform func(any) (any, error)) (bytes, objects float64) {
+func retainedPerObject(tb testing.TB, rounds int, wire [][]byte, decode func([]byte) (any, error), transform func(any) (any, error)) (bytes, objects float64) {
 	kept := make([]any, len(wire))
 	var before, after runtime.MemStats
-	for range b.N {
+	for range rounds {
 		clear(kept)
 		runtime.GC()
 		runtime.ReadMemStats(&before)
 		for i, data := range wire {
 			obj, err := decode(data)
 			if err != nil {
-				b.Fatal(err)
+				tb.Fatal(err)
 			}
 			kept[i], _ = transform(obj)
 		}
 		runtime.GC()
 		runtime.ReadMemStats(&after)
 	}
-	b.StopTimer()
+	if b, ok := tb.(*testing.B); ok {
+		b.StopTimer()
+	}
 	runtime.KeepAlive(kept)
 	n := float64(len(wire))
 	return float64(after.HeapAlloc-before.HeapAlloc) / n, float64(after.HeapObjects-before.HeapObjects) / n
-}
-
-// Pods decoded apart share the strings that Job pods repeat once trimmed
-// (namespace, node, images, container and env names), keep one copy of a
-// terminated container's ID, and decide as the full pods do.
-func TestTrimmedPodsShareRepeatedStrings(t *testing.T) {
-	var trimmed [2]*corev1.Pod
-	for i := range trimmed {
-		data, err := kubeletJobPod(i).Marshal()
-		if err != nil {
-			t.Fatal(err)
-		}
-		full := &corev1.Pod{}
-		if err := full.Unmarshal(data); err != nil {
-			t.Fatal(err)
-		}
-		obj, _ := TrimPod(full)
-		trimmed[i] = obj.(*corev1.Pod)
-		in := func(p *corev1.Pod) decision.Input {
-			return decision.Input{Pod: p, Node: decision.Node{Name: p.Spec.NodeName, Found: true}, CRRAPI: true,
-				Now: time.Date(2026, 1, 1, 0, 1, 0, 0, time.UTC), Policy: decision.DefaultPolicy()}
-		}
-		got, want := decision.Decide(in(trimmed[i])), decision.Decide(in(full))
-		if got.Verdict != want.Verdict || got.Reason != want.Reason || len(got.Actions) != len(want.Actions) {
-			t.Errorf("pod %d decides %s (%s) trimmed, %s (%s) full", i, got.Verdict, got.Reason, want.Verdict, want.Reason)
-		}
-	}
-	a, b := trimmed[0], trimmed[1]
-	same := map[string][2]string{
-		"namespace":         {a.Namespace, b.Namespace},
-		"node":              {a.Spec.NodeName, b.Spec.NodeName},
-		"phase":             {string(a.Status.Phase), string(b.Status.Phase)},
-		"main's image":      {a.Spec.Containers[0].Image, b.Spec.Containers[0].Image},
-		"sidecar's name":    {a.Spec.Containers[1].Name, b.Spec.Containers[1].Name},
-		"sidecar's env":     {a.Spec.Containers[1].Env[0].Name, b.Spec.Containers[1].Env[0].Name},
-		"status image":      {a.Status.ContainerStatuses[1].Image, b.Status.ContainerStatuses[1].Image},
-		"condition type":    {string(a.Status.Conditions[2].Type), string(b.Status.Conditions[2].Type)},
-		"owner's kind":      {a.OwnerReferences[0].Kind, b.OwnerReferences[0].Kind},
-		"spec/status image": {a.Spec.Containers[0].Image, a.Status.ContainerStatuses[0].Image},
-	}
-	for what, pair := range same {
-		if pair[0] != pair[1] {
-			t.Errorf("%s: %q and %q differ", what, pair[0], pair[1])
-		} else if unsafe.StringData(pair[0]) != unsafe.StringData(pair[1]) {
-			t.Errorf("%s %q: two copies kept", what, pair[0])
-		}
-	}
-	if s := a.Status.ContainerStatuses[0]; unsafe.StringData(s.ContainerID) != unsafe.StringData(s.State.Terminated.ContainerID) {
-		t.Errorf("terminated container's ID %q kept twice", s.ContainerID)
-	}
 }

@@ -122,7 +122,7 @@ func BenchmarkTrimCRRRetained(b *testing.B) {
 	}
 	for name, transform := range map[string]func(any) (any, error){"stripped": StripManagedFields, "trimmed": TrimCRR} {
 		b.Run(name, func(b *testing.B) {
-			bytes, _ := retainedPerObject(b, wire, func(data []byte) (any, error) {
+			bytes, _ := retainedPerObject(b, b.N, wire, func(data []byte) (any, error) {
 				c := &kruisev1alpha1.ContainerRecreateRequest{}
 				err := json.Unmarshal(data, c)
 				return c, err

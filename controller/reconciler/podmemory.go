@@ -3,6 +3,7 @@ package reconciler
 import (
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
@@ -50,6 +51,8 @@ type podMemory struct {
 	born    time.Time
 	pending []expectation
 	since   time.Time // when pending was raised
+	// warned and failed are nil until the pod's first Warning and failed
+	// kill: most pods never have one.
 	warned  map[string]bool
 	failed  map[string]bool // failed kills already counted, by container
 	tracked bool
@@ -61,8 +64,9 @@ type podMemory struct {
 	// told, not what the cluster holds.
 	refused map[decision.ActionKind]decision.Refusal
 	// swappedAt: when each sidecar was swapped (or, after a restart, first
-	// seen swapped), for the swap's follow-through.
-	swappedAt map[string]time.Time
+	// seen swapped), for the swap's follow-through. A slice, not a map: a
+	// pod has a sidecar or two, and a map of one entry costs eight slots.
+	swappedAt []swap
 	// OpenKruise's SidecarTerminator's CRR for the pod, once found (second.go).
 	second       *decision.SecondTerminator
 	secondLooked int
@@ -74,9 +78,11 @@ type podMemory struct {
 	// refused as stale was decided, at staleAt: not decided on again.
 	staleView string
 	staleAt   time.Time
-	// crrs: the pod's CRRs as last seen (in the cache or live), and when
-	// this controller deleted some of them (confirm.go reads them).
-	crrs        map[string]decision.CRR
+	// crrs: the pod's CRRs as last seen (in the cache or live), sorted by
+	// name, and when this controller deleted some of them (confirm.go reads
+	// them). A slice, not a map: a pod has a CRR or two, and a map of one
+	// CRR keeps eight slots of them (a burst holds thousands of pods' memories).
+	crrs        []decision.CRR
 	deletedCRRs map[string]time.Time
 	// refusedCRRs: CRR creates of this controller that were refused (or got
 	// no answer and were not found made), by name (decision.Input.RefusedCRRs).
@@ -84,6 +90,12 @@ type podMemory struct {
 	// echo: the last write of a burst whose echo the informer's handlers
 	// have not seen yet (nil: none). Guarded by the reconciler's lock.
 	echo *decision.Action
+}
+
+// swap is when one sidecar was swapped.
+type swap struct {
+	container string
+	at        time.Time
 }
 
 // expectation is one write whose effect the cache has not shown yet.
@@ -100,7 +112,7 @@ type expectation struct {
 // The answer's time is no earlier than the API server's creation time, so
 // the deadline counted from it is no earlier than kruise-manager's.
 func (m *podMemory) madeCRR(crr *kruisev1alpha1.ContainerRecreateRequest, at time.Time) {
-	if _, ok := m.crrs[crr.Name]; ok {
+	if m.knowsCRR(crr.Name) {
 		return
 	}
 	made := crr.DeepCopy()
@@ -109,10 +121,17 @@ func (m *podMemory) madeCRR(crr *kruisev1alpha1.ContainerRecreateRequest, at tim
 }
 
 func (m *podMemory) seeCRR(c decision.CRR) {
-	if m.crrs == nil {
-		m.crrs = map[string]decision.CRR{}
+	i, found := m.crrAt(c.Name)
+	if found {
+		m.crrs[i] = c
+		return
 	}
-	m.crrs[c.Name] = c
+	m.crrs = slices.Insert(m.crrs, i, c)
+}
+
+// crrAt is where the CRR of that name is in crrs, or would be.
+func (m *podMemory) crrAt(name string) (int, bool) {
+	return slices.BinarySearchFunc(m.crrs, name, func(c decision.CRR, name string) int { return strings.Compare(c.Name, name) })
 }
 
 // crrDeleted records that this controller deleted the CRR (or may have: the
@@ -138,13 +157,12 @@ func (m *podMemory) crrRefused(a decision.Action) {
 // and made again.
 func (m *podMemory) rememberedCRRs(cached []decision.CRR) []decision.CRR {
 	var out []decision.CRR
-	for _, name := range slices.Sorted(maps.Keys(m.crrs)) {
-		if slices.ContainsFunc(cached, func(k decision.CRR) bool { return k.Name == name }) {
+	for _, c := range m.crrs {
+		if slices.ContainsFunc(cached, func(k decision.CRR) bool { return k.Name == c.Name }) {
 			continue
 		}
-		c := m.crrs[name]
 		c.Unseen = true
-		if at, ok := m.deletedCRRs[name]; ok {
+		if at, ok := m.deletedCRRs[c.Name]; ok {
 			c.Deleted = true
 			if !c.Finished() {
 				c.Phase, c.Completed, c.Message = "Completed", at, "deleted by this controller"
@@ -184,11 +202,8 @@ func (m *podMemory) refusals() []decision.Refusal {
 }
 
 func (m *podMemory) swapped(container string, at time.Time) {
-	if m.swappedAt == nil {
-		m.swappedAt = map[string]time.Time{}
-	}
-	if _, ok := m.swappedAt[container]; !ok {
-		m.swappedAt[container] = at
+	if !slices.ContainsFunc(m.swappedAt, func(s swap) bool { return s.container == container }) {
+		m.swappedAt = append(m.swappedAt, swap{container: container, at: at})
 	}
 }
 
@@ -218,7 +233,7 @@ func (m *podMemory) expect(a decision.Action, now func() time.Time) {
 // newPodMemory is the memory of a pod first synced (or replaced by another
 // of the same name).
 func newPodMemory(uid types.UID, now time.Time) *podMemory {
-	return &podMemory{uid: uid, born: now, warned: map[string]bool{}, failed: map[string]bool{}}
+	return &podMemory{uid: uid, born: now}
 }
 
 // watchedSince is when this memory of the pod began.
@@ -299,12 +314,17 @@ func (m *podMemory) hasCRRs() bool { return len(m.crrs) > 0 }
 
 // knowsCRR reports whether the CRR is remembered.
 func (m *podMemory) knowsCRR(name string) bool {
-	_, known := m.crrs[name]
+	_, known := m.crrAt(name)
 	return known
 }
 
-// crr is the remembered CRR of that name.
-func (m *podMemory) crr(name string) decision.CRR { return m.crrs[name] }
+// crr is the remembered CRR of that name (the zero CRR if none).
+func (m *podMemory) crr(name string) decision.CRR {
+	if i, ok := m.crrAt(name); ok {
+		return m.crrs[i]
+	}
+	return decision.CRR{}
+}
 
 // liveCRRSeen remembers a CRR read live: seen, and no longer taken for one
 // this controller deleted, or whose create was refused.
@@ -328,14 +348,26 @@ func (m *podMemory) refusedCRRList() []decision.Action {
 	return out
 }
 
-// swapTimes is when each sidecar was swapped, for the decision.
-func (m *podMemory) swapTimes() map[string]time.Time { return m.swappedAt }
+// swapTimes is when each sidecar was swapped, for the decision (nil when none was).
+func (m *podMemory) swapTimes() map[string]time.Time {
+	if len(m.swappedAt) == 0 {
+		return nil
+	}
+	out := make(map[string]time.Time, len(m.swappedAt))
+	for _, s := range m.swappedAt {
+		out[s.container] = s.at
+	}
+	return out
+}
 
 // firstWarning reports whether this Warning (reason and message) is new
 // for the pod, and remembers it.
 func (m *podMemory) firstWarning(key string) bool {
 	if m.warned[key] {
 		return false
+	}
+	if m.warned == nil {
+		m.warned = map[string]bool{}
 	}
 	m.warned[key] = true
 	return true
@@ -346,6 +378,9 @@ func (m *podMemory) firstWarning(key string) bool {
 func (m *podMemory) firstFailedKill(container string) bool {
 	if m.failed[container] {
 		return false
+	}
+	if m.failed == nil {
+		m.failed = map[string]bool{}
 	}
 	m.failed[container] = true
 	return true

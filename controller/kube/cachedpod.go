@@ -1,0 +1,116 @@
+package kube
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
+)
+
+// cachedPod is how the pod cache holds a pod: the pod as TrimPod leaves it,
+// in its protobuf encoding, beside the few fields the informer itself reads
+// (its key, its namespace index, its resync check). The API's structs are
+// sized for every field a pod may have: a trimmed pod of one main and one
+// sidecar keeps 3.8 KB of them alive, its encoding with those fields 1.5 KB
+// (BenchmarkCachedPodRetained). At a burst's peak the pods are most of the
+// controller's heap (app's BenchmarkBurstHeapHeld).
+//
+// Every read decodes a new copy (Caches.Pod, the handlers): a few
+// microseconds, and no reader can change what the cache holds.
+type cachedPod struct {
+	// meta holds the name, namespace, UID and resourceVersion only.
+	meta metav1.ObjectMeta
+	pod  []byte
+	// eligible is decision.Eligible of the pod, found once by CachePod: the
+	// handlers' filters start with it (reconciler.PodAddMatters,
+	// PodUpdateMatters, CRREventMatters), and most events of a burst are
+	// answered by it alone, with no decoding.
+	eligible bool
+}
+
+// The informer keys, indexes and compares resourceVersions through
+// meta.Accessor, which takes an ObjectMetaAccessor.
+var (
+	_ metav1.ObjectMetaAccessor = (*cachedPod)(nil)
+	_ runtime.Object            = (*cachedPod)(nil)
+)
+
+func (c *cachedPod) GetObjectMeta() metav1.Object { return &c.meta }
+
+// GetObjectKind and DeepCopyObject make it a runtime.Object, for the parts
+// of client-go that check for one (its mutation detector, when turned on).
+func (c *cachedPod) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+
+func (c *cachedPod) DeepCopyObject() runtime.Object {
+	return &cachedPod{meta: *c.meta.DeepCopy(), pod: append([]byte(nil), c.pod...), eligible: c.eligible}
+}
+
+// CachePod is the pod informer's transform: TrimPod, then encoded
+// (cachedPod). Anything else passes through.
+func CachePod(obj any) (any, error) {
+	trimmed, err := TrimPod(obj)
+	if err != nil {
+		return nil, err
+	}
+	pod, ok := trimmed.(*corev1.Pod)
+	if !ok {
+		return trimmed, nil
+	}
+	data, err := pod.Marshal()
+	if err != nil {
+		return nil, fmt.Errorf("encode pod %s/%s for the cache: %w", pod.Namespace, pod.Name, err)
+	}
+	return &cachedPod{
+		meta:     metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID, ResourceVersion: pod.ResourceVersion},
+		pod:      data,
+		eligible: decision.Eligible(pod),
+	}, nil
+}
+
+var podTypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}
+
+// cachedOf is what the pod cache holds, also inside a tombstone.
+func cachedOf(obj any) (*cachedPod, bool) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	c, ok := obj.(*cachedPod)
+	return c, ok
+}
+
+// CachedPod decodes what the pod cache holds (CachePod's answer), also
+// inside a tombstone; false for anything else.
+func CachedPod(obj any) (*corev1.Pod, bool) {
+	c, ok := cachedOf(obj)
+	if !ok {
+		return nil, false
+	}
+	pod := &corev1.Pod{}
+	if err := pod.Unmarshal(c.pod); err != nil {
+		// Bytes this process encoded itself: not expected to fail.
+		return nil, false
+	}
+	// The encoding leaves out the kind, which TrimPod sets (events and
+	// `explain` name the object by it).
+	pod.TypeMeta = podTypeMeta
+	return pod, true
+}
+
+// AsCached is the pod as a read of the cache returns it: trimmed, encoded
+// and decoded. The tests that hold the decision to the cache's copy use it.
+func AsCached(pod *corev1.Pod) (*corev1.Pod, error) {
+	obj, err := CachePod(pod)
+	if err != nil {
+		return nil, err
+	}
+	out, ok := CachedPod(obj)
+	if !ok {
+		return nil, fmt.Errorf("pod %s/%s does not decode from the cache", pod.Namespace, pod.Name)
+	}
+	return out, nil
+}
