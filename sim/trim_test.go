@@ -37,8 +37,19 @@ func (p *trimProbe) Pod(namespace, name string) (*corev1.Pod, error) {
 	if err != nil {
 		p.t.Fatalf("trim pod %s: %v", name, err)
 	}
+	// The full pod as every client receives it: the API's encodings, JSON
+	// and protobuf alike, keep whole seconds of a time (metav1.Time), and
+	// the simulator's times have nanoseconds.
+	data, err := pod.Marshal()
+	if err != nil {
+		p.t.Fatalf("encode pod %s: %v", name, err)
+	}
+	received := &corev1.Pod{}
+	if err := received.Unmarshal(data); err != nil {
+		p.t.Fatalf("decode pod %s: %v", name, err)
+	}
 	now := p.s.now()
-	full, errFull := p.plan.Plan(pod, now)
+	full, errFull := p.plan.Plan(received, now)
 	trimmed, errTrimmed := p.plan.Plan(cached, now)
 	if (errFull == nil) != (errTrimmed == nil) {
 		p.t.Errorf("pod %s at %s: plan error %v on the full pod, %v on the trimmed one", name, now, errFull, errTrimmed)
