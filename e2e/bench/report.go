@@ -77,6 +77,12 @@ func (r *Report) Markdown() string {
 		fmt.Fprintf(&b, "- the API server's time per request (audit log, from taking it in to answering, the whole run): controller %s; yardstick %s\n",
 			strings.Join(r.ServerTimes, ", "), strings.Join(r.YardstickServerTimes, ", "))
 	}
+	for i, round := range r.Rounds {
+		if round.ControllerAPF != nil || round.YardstickAPF != nil {
+			fmt.Fprintf(&b, "- round %d, the API server's Priority and Fairness queues (by priority level; the controller is a service account, the yardstick and the bench system:masters): during the controller's burst %s; during the yardstick's %s\n",
+				i+1, formatAPFWaits(round.ControllerAPF), formatAPFWaits(round.YardstickAPF))
+		}
+	}
 	for _, k := range r.Kruise {
 		fmt.Fprintf(&b, "- %s writes per terminated pod (audit log, events and leases aside, from its bursts' pods created until deleted): **%.2f** (%s)\n",
 			k.Terminator, k.WritesPerPod, strings.Join(k.WriteKinds, ", "))

@@ -138,3 +138,17 @@ func TestTheReportNamesTheYardsticksOwnWorkersWhenTheyDiffer(t *testing.T) {
 		t.Errorf("the yardstick's own workers: %q", own)
 	}
 }
+
+func TestTheReportGivesEachRoundsPriorityAndFairnessWaits(t *testing.T) {
+	r := threeColumns()
+	r.Rounds[1].ControllerAPF = []APFWait{{Level: "workload-low", Requests: 20000, MeanWaitSeconds: 0.012}}
+	r.Rounds[1].YardstickAPF = []APFWait{{Level: "exempt", Requests: 20000}}
+	md := r.Markdown()
+	want := "- round 2, the API server's Priority and Fairness queues (by priority level; the controller is a service account, the yardstick and the bench system:masters): during the controller's burst workload-low 20000 requests, mean 12.0 ms queued; during the yardstick's exempt 20000 requests, mean 0.0 ms queued"
+	if !strings.Contains(md, want) {
+		t.Errorf("report lacks %q:\n%s", want, md)
+	}
+	if strings.Contains(md, "- round 1, the API server's Priority") {
+		t.Errorf("a round without the waits read reports them:\n%s", md)
+	}
+}

@@ -65,9 +65,13 @@ func (w *world) controllerRound(ctx context.Context, rep *Report, round *Round, 
 	if err != nil {
 		return err
 	}
-	if round.Controller, err = runBurstWith(ctx, w.kube, w.kruise, run, w.cfg.BurstPods, ctl.Process.PID, logf, opts); err != nil {
+	if round.ControllerAPF, err = apfAcross(ctx, w.kube, logf, func() (err error) {
+		round.Controller, err = runBurstWith(ctx, w.kube, w.kruise, run, w.cfg.BurstPods, ctl.Process.PID, logf, opts)
+		return err
+	}); err != nil {
 		return err
 	}
+	logf("%s: the API server's Priority and Fairness queues during the burst: %s", run, formatAPFWaits(round.ControllerAPF))
 	<-profiled
 	after, err := snapshot(ctx, ctl)
 	if err != nil {
@@ -111,9 +115,13 @@ func (w *world) yardstickRound(ctx context.Context, rep *Report, round *Round, r
 		rep.YardstickIdleCPU = idleCPU(yard.Process.Pid)
 		w.cfg.Logf("yardstick idle: %.4f CPU s per second", rep.YardstickIdleCPU)
 	}
-	if round.Yardstick, err = runBurst(ctx, w.kube, w.kruise, run, w.cfg.BurstPods, yard.Process.Pid, w.cfg.Logf); err != nil {
+	if round.YardstickAPF, err = apfAcross(ctx, w.kube, w.cfg.Logf, func() (err error) {
+		round.Yardstick, err = runBurst(ctx, w.kube, w.kruise, run, w.cfg.BurstPods, yard.Process.Pid, w.cfg.Logf)
+		return err
+	}); err != nil {
 		return err
 	}
+	w.cfg.Logf("%s: the API server's Priority and Fairness queues during the burst: %s", run, formatAPFWaits(round.YardstickAPF))
 	round.Yardstick.Terminator = "yardstick"
 	keepTimeline(w.cfg, run+".yardstick.timeline.tsv", round.Yardstick)
 	_ = yard.Process.Kill()
