@@ -100,30 +100,30 @@ type EchoFilter interface {
 // and with an EchoFilter the echoes of the syncer's own writes.
 // Objects of another type are let through.
 func (c *Controller) podUpdateMatters(old, obj any) bool {
-	f, filters := c.syncer.(EchoFilter)
-	if !filters {
-		return podUpdateMatters(old, obj)
-	}
-	if neitherEligible(old, obj) {
-		return false
-	}
-	o, ok1 := CachedPod(old)
-	n, ok2 := CachedPod(obj)
-	return !ok1 || !ok2 || f.PodUpdateMatters(o, n)
+	f, _ := c.syncer.(EchoFilter)
+	return podUpdateMatters(old, obj, f)
 }
 
 // podUpdateMatters and podAddMatters read the pods as the cache holds
 // them (CachePod); anything else is queued. Both answer first from what
 // the cache knows of each version without decoding it (its eligibility),
 // as reconciler.PodUpdateMatters and PodAddMatters would
-// (TestTheCachesFiltersAnswerAsTheReconcilers).
-func podUpdateMatters(old, obj any) bool {
+// (TestTheCachesFiltersAnswerAsTheReconcilers). An update is then put to
+// the echo filter, if there is one, or to the reconciler's filter.
+func podUpdateMatters(old, obj any, echoes EchoFilter) bool {
 	if neitherEligible(old, obj) {
 		return false
 	}
 	o, ok1 := CachedPod(old)
 	n, ok2 := CachedPod(obj)
-	return !ok1 || !ok2 || reconciler.PodUpdateMatters(o, n)
+	switch {
+	case !ok1 || !ok2:
+		return true
+	case echoes != nil:
+		return echoes.PodUpdateMatters(o, n)
+	default:
+		return reconciler.PodUpdateMatters(o, n)
+	}
 }
 
 // neitherEligible is reconciler.PodUpdateMatters's first rule: two

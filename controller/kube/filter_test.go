@@ -34,24 +34,24 @@ func TestPodHandlersDropWhatChangesNoDecision(t *testing.T) {
 	heartbeat.Status.Conditions[0].Status = corev1.ConditionFalse
 	heartbeat.Status.ContainerStatuses[1].Ready = true
 	heartbeat.Labels = map[string]string{"batch.kubernetes.io/job-name": "hb"}
-	if podUpdateMatters(trim(running), trim(heartbeat)) {
+	if podUpdateMatters(trim(running), trim(heartbeat), nil) {
 		t.Error("a heartbeat (readiness, probe time, IP, a label, resourceVersion) was queued")
 	}
 	exited := heartbeat.DeepCopy()
 	exited.ResourceVersion = "3"
 	exited.Status.ContainerStatuses[1].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0}}
-	if !podUpdateMatters(trim(heartbeat), trim(exited)) {
+	if !podUpdateMatters(trim(heartbeat), trim(exited), nil) {
 		t.Error("a container's exit was dropped")
 	}
 	done := exited.DeepCopy()
 	done.ResourceVersion, done.Status.Phase = "4", corev1.PodSucceeded
-	if !podUpdateMatters(trim(exited), trim(done)) {
+	if !podUpdateMatters(trim(exited), trim(done), nil) {
 		t.Error("the pod's end was dropped: its sync forgets it")
 	}
 	deleting := done.DeepCopy()
 	now := metav1.NewTime(podtest.Epoch)
 	deleting.ResourceVersion, deleting.DeletionTimestamp = "5", &now
-	if podUpdateMatters(trim(done), trim(deleting)) {
+	if podUpdateMatters(trim(done), trim(deleting), nil) {
 		t.Error("an update of a finished pod was queued")
 	}
 	created := podtest.Pod("new").Container("main", podtest.NoStatus()).Container("log", podtest.NoStatus(), podtest.Env(decision.EnvTerminate, "true")).Build()
@@ -104,7 +104,7 @@ func TestTheCachesFiltersAnswerAsTheReconcilers(t *testing.T) {
 		for j, b := range versions {
 			cb, _ := CachePod(b.DeepCopy())
 			rb, _ := AsCached(b.DeepCopy())
-			if got, want := podUpdateMatters(ca, cb), reconciler.PodUpdateMatters(ra, rb); got != want {
+			if got, want := podUpdateMatters(ca, cb, nil), reconciler.PodUpdateMatters(ra, rb); got != want {
 				t.Errorf("versions %d→%d (%s→%s): update matters %v, the reconciler's filter says %v", i, j, a.Name, b.Name, got, want)
 			}
 		}
