@@ -9,6 +9,7 @@ import (
 	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
 	kruiseclient "github.com/openkruise/kruise-api/client/clientset/versioned"
 	kruiseinformers "github.com/openkruise/kruise-api/client/informers/externalversions"
+	kruiseappsinformers "github.com/openkruise/kruise-api/client/informers/externalversions/apps/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/informers"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
@@ -63,9 +65,15 @@ type Caches struct {
 // NewCaches sets up the informers; crrAPI says whether the CRR API is served.
 func NewCaches(client kubernetes.Interface, meta metadata.Interface, kruise kruiseclient.Interface, crrAPI bool) (*Caches, error) {
 	c := &Caches{kruise: kruise, rediscover: make(chan struct{}, 1)}
-	c.podFactory = informers.NewSharedInformerFactoryWithOptions(client, 0,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = PodFieldSelector }))
-	c.PodInformer = c.podFactory.Core().V1().Pods().Informer()
+	// The informers are made with no index but those read here: a factory's
+	// own adds a namespace index, a set of keys per namespace that nothing
+	// here reads (0.7 MiB of BenchmarkBurstHeapHeld's 20,000-pod burst, with
+	// the CRR informer's).
+	c.podFactory = informers.NewSharedInformerFactory(client, 0)
+	c.PodInformer = c.podFactory.InformerFor(&corev1.Pod{}, func(client kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+		return coreinformers.NewFilteredPodInformer(client, metav1.NamespaceAll, resync, cache.Indexers{},
+			func(o *metav1.ListOptions) { o.FieldSelector = PodFieldSelector })
+	})
 	if err := c.PodInformer.SetTransform(CachePod); err != nil {
 		return nil, fmt.Errorf("set pod transform: %w", err)
 	}
@@ -74,7 +82,9 @@ func NewCaches(client kubernetes.Interface, meta metadata.Interface, kruise krui
 	// from (TrimNode): a node's kubeletVersion and providerID are not in
 	// its metadata.
 	c.nodeObjFactory = informers.NewSharedInformerFactory(client, 0)
-	c.NodeInformer = c.nodeObjFactory.Core().V1().Nodes().Informer()
+	c.NodeInformer = c.nodeObjFactory.InformerFor(&corev1.Node{}, func(client kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+		return coreinformers.NewNodeInformer(client, resync, cache.Indexers{})
+	})
 	if err := c.NodeInformer.SetTransform(TrimNode); err != nil {
 		return nil, fmt.Errorf("set node transform: %w", err)
 	}
@@ -93,11 +103,13 @@ func (c *Caches) watchCRRs() error {
 	if c.CRRInformer != nil {
 		return nil
 	}
-	c.kruiseFactory = kruiseinformers.NewSharedInformerFactoryWithOptions(c.kruise, 0,
-		kruiseinformers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.LabelSelector = labels.SelectorFromSet(labels.Set{reconciler.LabelManagedBy: reconciler.ManagedByValue}).String()
-		}))
-	informer := c.kruiseFactory.Apps().V1alpha1().ContainerRecreateRequests().Informer()
+	c.kruiseFactory = kruiseinformers.NewSharedInformerFactory(c.kruise, 0)
+	informer := c.kruiseFactory.InformerFor(&kruisev1alpha1.ContainerRecreateRequest{}, func(client kruiseclient.Interface, resync time.Duration) cache.SharedIndexInformer {
+		return kruiseappsinformers.NewFilteredContainerRecreateRequestInformer(client, metav1.NamespaceAll, resync, cache.Indexers{},
+			func(o *metav1.ListOptions) {
+				o.LabelSelector = labels.SelectorFromSet(labels.Set{reconciler.LabelManagedBy: reconciler.ManagedByValue}).String()
+			})
+	})
 	if err := informer.SetTransform(TrimCRR); err != nil {
 		return fmt.Errorf("set CRR transform: %w", err)
 	}

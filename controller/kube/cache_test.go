@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes/fake"
 	metadatafake "k8s.io/client-go/metadata/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/sidecar-terminator/sidecar-terminator/controller/reconciler"
@@ -140,4 +141,66 @@ func TestDiscoveryStartsAndStopsTheCRRInformer(t *testing.T) {
 
 func podWithUID(namespace string, uid types.UID) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "p", UID: uid}}
+}
+
+// The caches list only what they keep (pods of Job-type restart policies,
+// this controller's CRRs) and index only what they read: a factory's
+// namespace index is a set of keys per namespace over every cached object,
+// which nothing here reads.
+func TestTheCachesListOnlyWhatTheyKeepAndIndexOnlyWhatTheyRead(t *testing.T) {
+	scheme := runtime.NewScheme()
+	metav1.AddMetaToScheme(scheme)
+	client, kruise := fake.NewClientset(), kruisefake.NewSimpleClientset()
+	c, err := NewCaches(client, metadatafake.NewSimpleMetadataClient(scheme), kruise, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c.Start(ctx.Done())
+	eventually(t, "caches synced", c.HasSynced)
+
+	indexes := func(i cache.SharedIndexInformer) []string {
+		var names []string
+		for name := range i.GetIndexer().GetIndexers() {
+			names = append(names, name)
+		}
+		return names
+	}
+	for name, got := range map[string][]string{"pod": indexes(c.PodInformer), "node": indexes(c.NodeInformer)} {
+		if len(got) != 0 {
+			t.Errorf("the %s informer keeps indexes %v; nothing reads them", name, got)
+		}
+	}
+	if got := indexes(c.crrInformer()); len(got) != 1 || got[0] != crrByPodUID {
+		t.Errorf("the CRR informer keeps indexes %v; want only %s", got, crrByPodUID)
+	}
+
+	restrictions := func(actions []k8stesting.Action, resource string) []k8stesting.ListRestrictions {
+		var out []k8stesting.ListRestrictions
+		for _, a := range actions {
+			if l, ok := a.(k8stesting.ListAction); ok && a.GetResource().Resource == resource {
+				out = append(out, l.GetListRestrictions())
+			}
+		}
+		return out
+	}
+	pods := restrictions(client.Actions(), "pods")
+	if len(pods) == 0 {
+		t.Fatal("the pods were never listed")
+	}
+	for _, r := range pods {
+		if r.Fields.String() != PodFieldSelector {
+			t.Errorf("pods listed with field selector %q; want %q", r.Fields.String(), PodFieldSelector)
+		}
+	}
+	crrs := restrictions(kruise.Actions(), "containerrecreaterequests")
+	if len(crrs) == 0 {
+		t.Fatal("the CRRs were never listed")
+	}
+	for _, r := range crrs {
+		if want := reconciler.LabelManagedBy + "=" + reconciler.ManagedByValue; r.Labels.String() != want {
+			t.Errorf("CRRs listed with label selector %q; want %q", r.Labels.String(), want)
+		}
+	}
 }

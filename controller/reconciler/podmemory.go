@@ -51,45 +51,90 @@ type podMemory struct {
 	born    time.Time
 	pending []expectation
 	since   time.Time // when pending was raised
-	// warned and failed are nil until the pod's first Warning and failed
-	// kill: most pods never have one.
-	warned  map[string]bool
-	failed  map[string]bool // failed kills already counted, by container
-	tracked bool
 	// waitingSince: when the mains finished, while sidecars still run (see waiting.go).
 	waitingSince time.Time
+	// swappedAt: when each sidecar was swapped (or, after a restart, first
+	// seen swapped), for the swap's follow-through. A slice, not a map: a
+	// pod has a sidecar or two, and a map of one entry costs eight slots.
+	swappedAt []swap
+	// crrs: the pod's CRRs as last seen (in the cache or live), sorted by
+	// name (confirm.go reads them). A slice, not a map: a pod has a CRR or
+	// two, and a map of one CRR keeps eight slots of them (a burst holds
+	// thousands of pods' memories).
+	crrs []decision.CRR
+	// jobFacts is the pod's owning Job as read live, once, when a plan
+	// asked for it (jobverdict.go).
+	jobFacts *decision.JobFacts
+	// echo: the last write of a burst whose echo the informer's handlers
+	// have not seen yet (nil: none). Guarded by the reconciler's lock.
+	echo *echoNote
+	// rare holds what most pods never have (nil until first written): a
+	// burst keeps every pod's memory, and these fields in each would be
+	// 96 bytes more a pod (BenchmarkBurstHeapHeld's pod memories).
+	rare *rareMemory
+	// secondLooked: why OpenKruise's SidecarTerminator's CRR was looked for
+	// (second.go's bits); secondNoted: it was noted in the log and metric.
+	secondLooked uint32
+	secondNoted  bool
+	tracked      bool
+}
+
+// rareMemory is the part of a pod's memory most pods never need: Warnings
+// and failed kills, refusals, a stale write, CRRs deleted or refused, and
+// OpenKruise's SidecarTerminator's CRR.
+type rareMemory struct {
+	// warned and failed: the pod's Warnings (reason and message) and failed
+	// kills (by container) already counted.
+	warned map[string]bool
+	failed map[string]bool
 	// refused holds the latest refused write of each kind: a decision input
 	// (decision.Input.Refusals). It lives here, with the pod's other memory,
 	// and not in any cache of API objects: it is what this controller was
 	// told, not what the cluster holds.
 	refused map[decision.ActionKind]decision.Refusal
-	// swappedAt: when each sidecar was swapped (or, after a restart, first
-	// seen swapped), for the swap's follow-through. A slice, not a map: a
-	// pod has a sidecar or two, and a map of one entry costs eight slots.
-	swappedAt []swap
 	// OpenKruise's SidecarTerminator's CRR for the pod, once found (second.go).
-	second       *decision.SecondTerminator
-	secondLooked int
-	secondNoted  bool
-	// jobFacts is the pod's owning Job as read live, once, when a plan
-	// asked for it (jobverdict.go).
-	jobFacts *decision.JobFacts
+	second *decision.SecondTerminator
 	// staleView is the cache's view (see Reconciler.view) on which a write
 	// refused as stale was decided, at staleAt: not decided on again.
 	staleView string
 	staleAt   time.Time
-	// crrs: the pod's CRRs as last seen (in the cache or live), sorted by
-	// name, and when this controller deleted some of them (confirm.go reads
-	// them). A slice, not a map: a pod has a CRR or two, and a map of one
-	// CRR keeps eight slots of them (a burst holds thousands of pods' memories).
-	crrs        []decision.CRR
+	// deletedCRRs: when this controller deleted some of the pod's CRRs.
 	deletedCRRs map[string]time.Time
 	// refusedCRRs: CRR creates of this controller that were refused (or got
 	// no answer and were not found made), by name (decision.Input.RefusedCRRs).
 	refusedCRRs map[string]decision.Action
-	// echo: the last write of a burst whose echo the informer's handlers
-	// have not seen yet (nil: none). Guarded by the reconciler's lock.
-	echo *decision.Action
+}
+
+// rarely is the pod's rare memory, made on first use by a write to it.
+func (m *podMemory) rarely() *rareMemory {
+	if m.rare == nil {
+		m.rare = &rareMemory{}
+	}
+	return m.rare
+}
+
+// seldom is the pod's rare memory for a read: the empty one when none was
+// written (its nil maps read as empty).
+func (m *podMemory) seldom() *rareMemory {
+	if m.rare == nil {
+		return &noRareMemory
+	}
+	return m.rare
+}
+
+// noRareMemory is what seldom reads for a pod with no rare memory; it is
+// never written.
+var noRareMemory rareMemory
+
+// echoNote is what the echo checks (echo.go: podEcho, crrEcho) read of the
+// noted write: its kind, the CRR a create makes, a swap's images. Only a
+// burst's write is noted, with no stage and no stage mark (expectEcho), so
+// the rest of the action is zero in it; a copy of the whole action would
+// keep 192 bytes more a pod through a burst.
+type echoNote struct {
+	kind    decision.ActionKind
+	crrName string
+	swaps   []decision.Swap
 }
 
 // swap is when one sidecar was swapped.
@@ -137,18 +182,20 @@ func (m *podMemory) crrAt(name string) (int, bool) {
 // crrDeleted records that this controller deleted the CRR (or may have: the
 // request got no answer). A deleted CRR is finished for the decision.
 func (m *podMemory) crrDeleted(name string, at time.Time) {
-	if m.deletedCRRs == nil {
-		m.deletedCRRs = map[string]time.Time{}
+	r := m.rarely()
+	if r.deletedCRRs == nil {
+		r.deletedCRRs = map[string]time.Time{}
 	}
-	m.deletedCRRs[name] = at
+	r.deletedCRRs[name] = at
 }
 
 // crrRefused records a CRR create of this controller that was refused.
 func (m *podMemory) crrRefused(a decision.Action) {
-	if m.refusedCRRs == nil {
-		m.refusedCRRs = map[string]decision.Action{}
+	r := m.rarely()
+	if r.refusedCRRs == nil {
+		r.refusedCRRs = map[string]decision.Action{}
 	}
-	m.refusedCRRs[a.CRRName] = a
+	r.refusedCRRs[a.CRRName] = a
 }
 
 // rememberedCRRs are the remembered CRRs the cache does not show (cached:
@@ -162,7 +209,7 @@ func (m *podMemory) rememberedCRRs(cached []decision.CRR) []decision.CRR {
 			continue
 		}
 		c.Unseen = true
-		if at, ok := m.deletedCRRs[c.Name]; ok {
+		if at, ok := m.seldom().deletedCRRs[c.Name]; ok {
 			c.Deleted = true
 			if !c.Finished() {
 				c.Phase, c.Completed, c.Message = "Completed", at, "deleted by this controller"
@@ -176,17 +223,18 @@ func (m *podMemory) rememberedCRRs(cached []decision.CRR) []decision.CRR {
 // remember records a refusal in the pod's memory, counting refusals of the
 // same write (same kind; for a CRR, the same attempt of the same one) in a row.
 func (m *podMemory) remember(r decision.Refusal, now time.Time) decision.Refusal {
-	if m.refused == nil {
-		m.refused = map[decision.ActionKind]decision.Refusal{}
+	rare := m.rarely()
+	if rare.refused == nil {
+		rare.refused = map[decision.ActionKind]decision.Refusal{}
 	}
 	r.Count, r.Permanents, r.At = 1, 0, now
-	if prev, ok := m.refused[r.Kind]; ok && prev.Attempt == r.Attempt && prev.CRRName == r.CRRName {
+	if prev, ok := rare.refused[r.Kind]; ok && prev.Attempt == r.Attempt && prev.CRRName == r.CRRName {
 		r.Count, r.Permanents = prev.Count+1, prev.Permanents
 	}
 	if r.Permanent {
 		r.Permanents++
 	}
-	m.refused[r.Kind] = r
+	rare.refused[r.Kind] = r
 	return r
 }
 
@@ -194,7 +242,7 @@ func (m *podMemory) remember(r decision.Refusal, now time.Time) decision.Refusal
 func (m *podMemory) refusals() []decision.Refusal {
 	var out []decision.Refusal
 	for _, k := range refusalKinds {
-		if r, ok := m.refused[k]; ok {
+		if r, ok := m.seldom().refused[k]; ok {
 			out = append(out, r)
 		}
 	}
@@ -264,21 +312,30 @@ func (m *podMemory) stillUnseen(now time.Time) { m.since = now }
 
 // staleOn records the cache's view on which a write refused as stale was
 // decided, so that the pod is not decided on that view again.
-func (m *podMemory) staleOn(view string, now time.Time) { m.staleView, m.staleAt = view, now }
+func (m *podMemory) staleOn(view string, now time.Time) {
+	r := m.rarely()
+	r.staleView, r.staleAt = view, now
+}
 
 // staleViewAt is the view of a write refused as stale, and when it was
 // refused; "" when none.
-func (m *podMemory) staleViewAt() (string, time.Time) { return m.staleView, m.staleAt }
+func (m *podMemory) staleViewAt() (string, time.Time) { r := m.seldom(); return r.staleView, r.staleAt }
 
 // staleViewGone forgets the stale view: the cache moved past it.
-func (m *podMemory) staleViewGone() { m.staleView = "" }
+func (m *podMemory) staleViewGone() {
+	if m.rare != nil {
+		m.rare.staleView = ""
+	}
+}
 
 // wrote records a write the API server accepted: its kind's refusal is
 // over, a CRR deleted or made is remembered (made: the CRR as sent, nil
 // otherwise), the cache's lag is counted from the answer, and a swap's
 // containers are swapped from now.
 func (m *podMemory) wrote(a decision.Action, made *kruisev1alpha1.ContainerRecreateRequest, now func() time.Time) {
-	delete(m.refused, a.Kind)
+	if m.rare != nil {
+		delete(m.rare.refused, a.Kind)
+	}
 	switch a.Kind {
 	case decision.ActionDeleteCRR:
 		m.crrDeleted(a.CRRName, now())
@@ -329,12 +386,15 @@ func (m *podMemory) crr(name string) decision.CRR {
 // liveCRRSeen remembers a CRR read live: seen, and no longer taken for one
 // this controller deleted, or whose create was refused.
 func (m *podMemory) liveCRRSeen(c decision.CRR) {
-	delete(m.deletedCRRs, c.Name)
 	m.seeCRR(c)
+	if m.rare == nil {
+		return
+	}
+	delete(m.rare.deletedCRRs, c.Name)
 	// A refused create of it (one that got no answer) was applied after all.
-	delete(m.refusedCRRs, c.Name)
-	if r, ok := m.refused[decision.ActionCreateCRR]; ok && r.CRRName == c.Name {
-		delete(m.refused, decision.ActionCreateCRR)
+	delete(m.rare.refusedCRRs, c.Name)
+	if r, ok := m.rare.refused[decision.ActionCreateCRR]; ok && r.CRRName == c.Name {
+		delete(m.rare.refused, decision.ActionCreateCRR)
 	}
 }
 
@@ -342,8 +402,9 @@ func (m *podMemory) liveCRRSeen(c decision.CRR) {
 // by name, for the decision (decision.Input.RefusedCRRs).
 func (m *podMemory) refusedCRRList() []decision.Action {
 	var out []decision.Action
-	for _, name := range slices.Sorted(maps.Keys(m.refusedCRRs)) {
-		out = append(out, m.refusedCRRs[name])
+	refused := m.seldom().refusedCRRs
+	for _, name := range slices.Sorted(maps.Keys(refused)) {
+		out = append(out, refused[name])
 	}
 	return out
 }
@@ -363,26 +424,28 @@ func (m *podMemory) swapTimes() map[string]time.Time {
 // firstWarning reports whether this Warning (reason and message) is new
 // for the pod, and remembers it.
 func (m *podMemory) firstWarning(key string) bool {
-	if m.warned[key] {
+	if m.seldom().warned[key] {
 		return false
 	}
-	if m.warned == nil {
-		m.warned = map[string]bool{}
+	r := m.rarely()
+	if r.warned == nil {
+		r.warned = map[string]bool{}
 	}
-	m.warned[key] = true
+	r.warned[key] = true
 	return true
 }
 
 // firstFailedKill reports whether the container's failed kill is new for
 // the pod, and remembers it.
 func (m *podMemory) firstFailedKill(container string) bool {
-	if m.failed[container] {
+	if m.seldom().failed[container] {
 		return false
 	}
-	if m.failed == nil {
-		m.failed = map[string]bool{}
+	r := m.rarely()
+	if r.failed == nil {
+		r.failed = map[string]bool{}
 	}
-	m.failed[container] = true
+	r.failed[container] = true
 	return true
 }
 
@@ -393,14 +456,14 @@ func (m *podMemory) waitingSinceTime() time.Time { return m.waitingSince }
 
 // lookedForSecondAny reports whether kruise's CRR was looked for for any
 // of why; lookForSecond records a look for why, secondLooks the looks made.
-func (m *podMemory) lookedForSecondAny(why int) bool { return m.secondLooked&why != 0 }
-func (m *podMemory) lookForSecond(why int)           { m.secondLooked |= why }
-func (m *podMemory) secondLooks() int                { return m.secondLooked &^ awaited }
+func (m *podMemory) lookedForSecondAny(why int) bool { return int(m.secondLooked)&why != 0 }
+func (m *podMemory) lookForSecond(why int)           { m.secondLooked |= uint32(why) }
+func (m *podMemory) secondLooks() int                { return int(m.secondLooked) &^ awaited }
 
 // secondTerminator is OpenKruise's SidecarTerminator's CRR for the pod, once
 // found (nil until then); secondFound remembers it.
-func (m *podMemory) secondTerminator() *decision.SecondTerminator { return m.second }
-func (m *podMemory) secondFound(st *decision.SecondTerminator)    { m.second = st }
+func (m *podMemory) secondTerminator() *decision.SecondTerminator { return m.seldom().second }
+func (m *podMemory) secondFound(st *decision.SecondTerminator)    { m.rarely().second = st }
 
 // secondWasNoted reports whether the second terminator was noted in the
 // pod's log and metric; noteSecond remembers that it was.
@@ -422,7 +485,7 @@ func (m *podMemory) expectEcho(a decision.Action, burst bool) {
 		m.echo = nil
 		return
 	}
-	m.echo = &a
+	m.echo = &echoNote{kind: a.Kind, crrName: a.CRRName, swaps: a.Swaps}
 }
 
 // echoNoted is the write whose echo is to be dropped, if one is noted.
@@ -430,7 +493,7 @@ func (m *podMemory) echoNoted() (decision.Action, bool) {
 	if m.echo == nil {
 		return decision.Action{}, false
 	}
-	return *m.echo, true
+	return decision.Action{Kind: m.echo.kind, CRRName: m.echo.crrName, Swaps: m.echo.swaps}, true
 }
 
 // echoSeen drops the note: its echo was seen, or the write failed or made
