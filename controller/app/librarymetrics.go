@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	clientmetrics "k8s.io/client-go/tools/metrics"
 	"k8s.io/client-go/util/workqueue"
 )
@@ -114,4 +115,17 @@ func (queueMetrics) NewLongestRunningProcessorSecondsMetric(name string) workque
 }
 func (queueMetrics) NewRetriesMetric(name string) workqueue.CounterMetric {
 	return queueRetries.WithLabelValues(name)
+}
+
+// runtimeCollectors are the Go runtime's and the process's collectors. The
+// Go collector adds the scheduler's metrics (go_sched_*) to its defaults:
+// go_sched_latencies_seconds, how long goroutines waited runnable before
+// they ran, tells a request slow at the API server from one whose answer
+// waited for the controller's own CPU (rest_client_request_duration_seconds
+// holds both).
+func runtimeCollectors() []prometheus.Collector {
+	return []prometheus.Collector{
+		collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(collectors.MetricsScheduler)),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	}
 }

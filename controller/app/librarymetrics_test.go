@@ -71,3 +71,26 @@ func TestLibraryMetricsCountRequestsAndQueue(t *testing.T) {
 		}
 	}
 }
+
+// The runtime's collectors give the scheduler's latencies beside the
+// memory statistics the bench and the docs read.
+func TestRuntimeCollectorsGiveTheSchedulersLatencies(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(runtimeCollectors()...)
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := map[string]bool{}
+	for _, f := range families {
+		found[f.GetName()] = true
+		if f.GetName() == "go_sched_latencies_seconds" && len(f.GetMetric()) > 0 && len(f.GetMetric()[0].GetHistogram().GetBucket()) == 0 {
+			t.Errorf("go_sched_latencies_seconds has no buckets")
+		}
+	}
+	for _, name := range []string{"go_sched_latencies_seconds", "go_memstats_heap_alloc_bytes", "process_resident_memory_bytes"} {
+		if !found[name] {
+			t.Errorf("the runtime's collectors give no %s", name)
+		}
+	}
+}

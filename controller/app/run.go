@@ -13,7 +13,6 @@ import (
 
 	kruiseclient "github.com/openkruise/kruise-api/client/clientset/versioned"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -115,7 +114,7 @@ func Run(ctx context.Context, o *Options) error {
 	logger.Info("Starting sidecar-terminator", "version", build.Version, "revision", build.Revision, "goVersion", build.GoVersion)
 	setMemoryLimit(logger)
 	registry := prometheus.NewRegistry()
-	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	registry.MustRegister(runtimeCollectors()...)
 	process := newProcessMetrics(registry, build)
 	registerLibraryMetrics(registry) // before the first request and the queue
 	cfg, clients, crrAPI, err := connect(o)

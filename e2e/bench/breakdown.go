@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -40,6 +41,14 @@ type Breakdown struct {
 	Adds     float64            `json:"adds"`
 	Events   map[string]float64 `json:"informerEvents,omitempty"`
 	Verdicts map[string]float64 `json:"verdicts,omitempty"`
+	// SchedWaits is how many times the controller's goroutines were made
+	// runnable (go_sched_latencies_seconds); MeanSchedWait their mean wait
+	// before they ran, a lower bound (the runtime's histogram has no exact
+	// sum: each wait counts at its bucket's lower edge); SchedWaitP99 the
+	// upper edge of the bucket that holds the 99th percentile.
+	SchedWaits    float64 `json:"schedWaits,omitempty"`
+	MeanSchedWait float64 `json:"meanSchedWaitSecondsAtLeast,omitempty"`
+	SchedWaitP99  float64 `json:"schedWaitP99SecondsAtMost,omitempty"`
 }
 
 // breakdownMetrics are summed over their labels.
@@ -49,10 +58,14 @@ var breakdownMetrics = []string{
 	"rest_client_rate_limiter_duration_seconds_sum", "rest_client_rate_limiter_duration_seconds_count",
 	"rest_client_request_duration_seconds_sum", "rest_client_request_duration_seconds_count",
 	"workqueue_adds_total",
+	"go_sched_latencies_seconds_sum", "go_sched_latencies_seconds_count",
 }
 
 // breakdownSeries are kept per series (name{labels}).
-var breakdownSeries = []string{"sidecar_terminator_informer_events_total", "sidecar_terminator_decisions_total"}
+var breakdownSeries = []string{"sidecar_terminator_informer_events_total", "sidecar_terminator_decisions_total", schedBucket}
+
+// schedBucket is the runtime's scheduling latencies' cumulative buckets.
+const schedBucket = "go_sched_latencies_seconds_bucket"
 
 // snapshot reads the controller's metrics once: the totals of
 // breakdownMetrics under their names, and each series of breakdownSeries.
@@ -128,6 +141,9 @@ func breakdown(before, after map[string]float64) Breakdown {
 	b.MeanSync = mean(b.TotalSyncTime, b.Syncs)
 	b.MeanLimiterWait = mean(b.TotalLimiterWait, d("rest_client_rate_limiter_duration_seconds_count"))
 	b.MeanRequest = mean(b.TotalRequestTime, b.Requests)
+	b.SchedWaits = d("go_sched_latencies_seconds_count")
+	b.MeanSchedWait = mean(d("go_sched_latencies_seconds_sum"), b.SchedWaits)
+	b.SchedWaitP99 = bucketQuantile(before, after, schedBucket, 0.99)
 	for series := range after {
 		v := d(series)
 		if v == 0 {
@@ -157,9 +173,47 @@ func label(series, name string) string {
 }
 
 func (b Breakdown) String() string {
-	return fmt.Sprintf("%.0f syncs from %.0f queue adds (mean %.0f ms queued, %.0f ms syncing); %.0f API requests (mean %.0f ms in the client's QPS limiter, %.0f ms at the API server); informer events: %s; decisions: %s",
+	return fmt.Sprintf("%.0f syncs from %.0f queue adds (mean %.0f ms queued, %.0f ms syncing); %.0f API requests (mean %.0f ms in the client's QPS limiter, %.0f ms from sending to the answer read); informer events: %s; decisions: %s",
 		b.Syncs, b.Adds, b.MeanQueueWait*1000, b.MeanSync*1000, b.Requests, b.MeanLimiterWait*1000, b.MeanRequest*1000,
-		counts(b.Events), counts(b.Verdicts))
+		counts(b.Events), counts(b.Verdicts)) + b.sched()
+}
+
+// sched says how long the controller's goroutines waited for a CPU.
+func (b Breakdown) sched() string {
+	if b.SchedWaits == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; goroutines made runnable %.0f times, waited to run a mean of at least %.2f ms, p99 at most %.1f ms",
+		b.SchedWaits, b.MeanSchedWait*1000, b.SchedWaitP99*1000)
+}
+
+// bucketQuantile is the upper edge of the bucket holding the q quantile of
+// what a histogram counted between two snapshots (its cumulative bucket
+// series name{le="x"}); 0 when it counted nothing.
+func bucketQuantile(before, after map[string]float64, bucket string, q float64) float64 {
+	type edge struct{ le, n float64 }
+	var edges []edge
+	for series, v := range after {
+		if !strings.HasPrefix(series, bucket+"{") {
+			continue
+		}
+		le, err := strconv.ParseFloat(label(series, "le"), 64)
+		if err != nil {
+			continue
+		}
+		edges = append(edges, edge{le, v - before[series]})
+	}
+	slices.SortFunc(edges, func(a, b edge) int { return cmp.Compare(a.le, b.le) })
+	if len(edges) == 0 || edges[len(edges)-1].n <= 0 {
+		return 0
+	}
+	total := edges[len(edges)-1].n // the +Inf bucket: every count
+	for _, e := range edges {
+		if e.n >= q*total {
+			return e.le
+		}
+	}
+	return edges[len(edges)-1].le
 }
 
 // counts lists a map's counts by key, in key order.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -54,5 +55,36 @@ sidecar_terminator_decisions_total{verdict="Done"} 2
 	}
 	if diff := cmp.Diff(map[string]float64{"Act": 10, "Done": 2}, b.Verdicts); diff != "" {
 		t.Errorf("verdicts (-want +got):\n%s", diff)
+	}
+}
+
+// The scheduler's waits across a burst: how many, a mean, and the bucket
+// that holds the 99th percentile of the waits counted between the scrapes
+// (not of those counted before).
+func TestTheBreakdownGivesTheSchedulersWaitsAcrossTheBurst(t *testing.T) {
+	before := map[string]float64{
+		"go_sched_latencies_seconds_count": 1000, "go_sched_latencies_seconds_sum": 1,
+		`go_sched_latencies_seconds_bucket{le="0.001"}`: 1000,
+		`go_sched_latencies_seconds_bucket{le="0.01"}`:  1000,
+		`go_sched_latencies_seconds_bucket{le="0.1"}`:   1000,
+		`go_sched_latencies_seconds_bucket{le="+Inf"}`:  1000,
+	}
+	after := map[string]float64{
+		"go_sched_latencies_seconds_count": 2000, "go_sched_latencies_seconds_sum": 4,
+		`go_sched_latencies_seconds_bucket{le="0.001"}`: 1500,
+		`go_sched_latencies_seconds_bucket{le="0.01"}`:  1980,
+		`go_sched_latencies_seconds_bucket{le="0.1"}`:   2000,
+		`go_sched_latencies_seconds_bucket{le="+Inf"}`:  2000,
+	}
+	b := breakdown(before, after)
+	if b.SchedWaits != 1000 || b.MeanSchedWait != 0.003 || b.SchedWaitP99 != 0.1 {
+		t.Errorf("waits %v, mean %v, p99 %v; want 1000, 0.003, 0.1 (990 of the 1000 are not under 0.01)", b.SchedWaits, b.MeanSchedWait, b.SchedWaitP99)
+	}
+	after[`go_sched_latencies_seconds_bucket{le="0.01"}`] = 1990
+	if got := breakdown(before, after).SchedWaitP99; got != 0.01 {
+		t.Errorf("p99 with 990 of 1000 under 0.01: %v, want 0.01", got)
+	}
+	if !strings.Contains(b.String(), "p99 at most 100.0 ms") {
+		t.Errorf("the breakdown does not give the p99: %s", b.String())
 	}
 }
