@@ -100,6 +100,11 @@ func (r *Report) Markdown() string {
 		r.ControllerIdleCPU, r.YardstickIdleCPU)
 	if len(r.Rounds) > 0 {
 		fmt.Fprintf(&b, "- where the controller's time went during its first burst: %s\n", r.Rounds[0].Breakdown)
+		for i, round := range r.Rounds {
+			if round.ControllerMemory.RSSAnon > 0 {
+				fmt.Fprintf(&b, "- round %d, the controller's memory at its burst's end: %s\n", i+1, round.ControllerMemory)
+			}
+		}
 		last := r.Rounds[len(r.Rounds)-1]
 		fmt.Fprintf(&b, "- yardstick RSS (untrimmed cache of every pod): %s after its initial list, %s after its last burst; controller / yardstick after the last bursts: **%.2f×**\n",
 			mib(r.YardstickRSSInitial), mib(last.Yardstick.RSSBytesAfter), r.RSSRatioAfter)

@@ -73,6 +73,8 @@ func (w *world) controllerRound(ctx context.Context, rep *Report, round *Round, 
 	}
 	logf("%s: the API server's Priority and Fairness queues during the burst: %s", run, formatAPFWaits(round.ControllerAPF))
 	<-profiled
+	round.ControllerMemory = memoryOf(ctx, ctl)
+	logf("%s: controller memory at the burst's end: %s", run, round.ControllerMemory)
 	after, err := snapshot(ctx, ctl)
 	if err != nil {
 		return err

@@ -112,6 +112,8 @@ type Round struct {
 	P99Ratio float64       `json:"p99Ratio"`
 	// Breakdown is where the controller's time went during its burst.
 	Breakdown Breakdown `json:"controllerBreakdown"`
+	// ControllerMemory splits the controller's RSS at its burst's end.
+	ControllerMemory Memory `json:"controllerMemory"`
 	// Events is how many of the burst's pods got their SidecarTerminating
 	// event, and EventsSeconds when the last was seen, from the first exit.
 	Events        int     `json:"events"`
