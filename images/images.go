@@ -28,6 +28,19 @@ type Spec struct {
 	Env        []string
 }
 
+// BuildEnv and BuildFlags are how every binary the project ships is built
+// (the OCI build, each Dockerfile, and the controller the e2e suites and the
+// bench run): static, with no libc (the images have none), paths trimmed,
+// no symbol table or debug information. A cgo build links libc and is a
+// different binary: started against an API server, its resident pages were
+// 44.0 MiB against 38.7 for the shipped one, so a bench or a test of it
+// would not measure what runs in a cluster. TestDockerfilesBuildAsTheOCIBuild
+// holds the Dockerfiles to them.
+var (
+	BuildEnv   = []string{"CGO_ENABLED=0"}
+	BuildFlags = []string{"-trimpath", "-ldflags", "-s -w"}
+)
+
 // NonRoot is distroless' nonroot user, which the product images use.
 const NonRoot = "65532:65532"
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -42,10 +43,13 @@ type Controller struct {
 }
 
 // BuildController builds the controller binary from the repository at root
-// into root/bin and returns its path.
+// into root/bin, as its image has it (images.BuildEnv, images.BuildFlags),
+// and returns its path: what the suites and the bench run, and measure, is
+// the binary that ships, however they were started.
 func BuildController(ctx context.Context, root string) (string, error) {
 	out := filepath.Join(root, "bin", ControllerName)
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, ControllerPackage)
+	cmd := exec.CommandContext(ctx, "go", append(append([]string{"build"}, images.BuildFlags...), "-o", out, ControllerPackage)...)
+	cmd.Env = append(os.Environ(), images.BuildEnv...)
 	cmd.Dir = root
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("build controller: %w: %s", err, tail(string(b), 4000))

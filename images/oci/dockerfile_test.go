@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -204,4 +205,54 @@ func nilIfEmpty(s []string) []string {
 		return nil
 	}
 	return s
+}
+
+// Each Dockerfile builds its binary as the OCI build does, and as the
+// controller is built for the suites and the bench (images.BuildEnv and
+// images.BuildFlags): what they run and measure is what a Docker build
+// ships.
+func TestDockerfilesBuildAsTheOCIBuild(t *testing.T) {
+	root, err := repo.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob(filepath.Join(root, "images", "*", "Dockerfile"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no Dockerfiles under images/: %v", err)
+	}
+	var flags []string
+	for _, f := range images.BuildFlags {
+		if strings.ContainsAny(f, " \t") {
+			f = `"` + f + `"`
+		}
+		flags = append(flags, f)
+	}
+	wantBuild := "go build " + strings.Join(flags, " ") + " "
+	for _, path := range files {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := filepath.Base(filepath.Dir(path))
+		builds := 0
+		for _, line := range strings.Split(string(data), "\n") {
+			line = strings.TrimSpace(line)
+			if !strings.HasPrefix(line, "RUN ") || !strings.Contains(line, "go build") {
+				continue
+			}
+			builds++
+			env, _, _ := strings.Cut(strings.TrimPrefix(line, "RUN "), "go build")
+			for _, e := range images.BuildEnv {
+				if !slices.Contains(strings.Fields(env), e) {
+					t.Errorf("%s: the build does not set %s: %s", name, e, line)
+				}
+			}
+			if !strings.Contains(line, wantBuild) {
+				t.Errorf("%s: the build's flags are not %q: %s", name, wantBuild, line)
+			}
+		}
+		if builds == 0 {
+			t.Errorf("%s: no go build in the Dockerfile", name)
+		}
+	}
 }

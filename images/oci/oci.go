@@ -50,10 +50,10 @@ func BuildFor(ctx context.Context, repoRoot string, spec images.Spec, goarch str
 	if pkg == "" {
 		pkg = "./images/" + spec.Dir
 	}
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-s -w", "-o", bin, pkg)
+	cmd := exec.CommandContext(ctx, "go", append(append([]string{"build"}, images.BuildFlags...), "-o", bin, pkg)...)
 	cmd.Dir = repoRoot
 	// Static: the image has no libc.
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+goarch)
+	cmd.Env = append(append(os.Environ(), images.BuildEnv...), "GOOS=linux", "GOARCH="+goarch)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("build %s binary for %s: %w: %s", spec.Dir, goarch, err, out)
 	}
