@@ -113,13 +113,7 @@ func (c *Caches) watchCRRs() error {
 	if err := informer.SetTransform(TrimCRR); err != nil {
 		return fmt.Errorf("set CRR transform: %w", err)
 	}
-	if err := informer.AddIndexers(cache.Indexers{crrByPodUID: func(obj any) ([]string, error) {
-		crr, ok := obj.(*kruisev1alpha1.ContainerRecreateRequest)
-		if !ok {
-			return nil, nil
-		}
-		return []string{crr.Labels[reconciler.LabelPodUID]}, nil
-	}}); err != nil {
+	if err := informer.AddIndexers(cache.Indexers{crrByPodUID: indexByPodUID}); err != nil {
 		return fmt.Errorf("index CRRs: %w", err)
 	}
 	for _, h := range c.crrHandlers {
@@ -280,6 +274,15 @@ func (c *Caches) Node(name string) (decision.NodeFacts, bool) {
 	return NodeFacts(n), true
 }
 
+// indexByPodUID is the CRR cache's index: a CRR by its pod UID label.
+func indexByPodUID(obj any) ([]string, error) {
+	uid, ok := crrPodUID(obj)
+	if !ok {
+		return nil, nil
+	}
+	return []string{uid}, nil
+}
+
 // CRRs implements reconciler.Reader.
 func (c *Caches) CRRs(pod *corev1.Pod) ([]*kruisev1alpha1.ContainerRecreateRequest, error) {
 	informer := c.crrInformer()
@@ -292,7 +295,7 @@ func (c *Caches) CRRs(pod *corev1.Pod) ([]*kruisev1alpha1.ContainerRecreateReque
 	}
 	out := make([]*kruisev1alpha1.ContainerRecreateRequest, 0, len(objs))
 	for _, o := range objs {
-		if crr, ok := o.(*kruisev1alpha1.ContainerRecreateRequest); ok && crr.Namespace == pod.Namespace {
+		if crr, ok := CachedCRR(o); ok && crr.Namespace == pod.Namespace {
 			out = append(out, crr)
 		}
 	}

@@ -23,9 +23,9 @@ import (
 // Every read decodes a new copy (Caches.Pod, the handlers): a few
 // microseconds, and no reader can change what the cache holds.
 type cachedPod struct {
-	// meta holds the name, namespace, UID and resourceVersion only.
-	meta metav1.ObjectMeta
-	pod  []byte
+	// The name, namespace, UID and resourceVersion: what the informer reads.
+	objectKeys
+	pod []byte
 	// eligible is decision.Eligible of the pod, found once by CachePod: the
 	// handlers' filters start with it (reconciler.PodAddMatters,
 	// PodUpdateMatters, CRREventMatters), and most events of a burst are
@@ -33,21 +33,19 @@ type cachedPod struct {
 	eligible bool
 }
 
-// The informer keys, indexes and compares resourceVersions through
-// meta.Accessor, which takes an ObjectMetaAccessor.
+// The informer keys and compares resourceVersions through meta.Accessor,
+// which takes a metav1.Object as it is.
 var (
-	_ metav1.ObjectMetaAccessor = (*cachedPod)(nil)
-	_ runtime.Object            = (*cachedPod)(nil)
+	_ metav1.Object  = (*cachedPod)(nil)
+	_ runtime.Object = (*cachedPod)(nil)
 )
-
-func (c *cachedPod) GetObjectMeta() metav1.Object { return &c.meta }
 
 // GetObjectKind and DeepCopyObject make it a runtime.Object, for the parts
 // of client-go that check for one (its mutation detector, when turned on).
 func (c *cachedPod) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
 
 func (c *cachedPod) DeepCopyObject() runtime.Object {
-	return &cachedPod{meta: *c.meta.DeepCopy(), pod: append([]byte(nil), c.pod...), eligible: c.eligible}
+	return &cachedPod{objectKeys: c.objectKeys, pod: append([]byte(nil), c.pod...), eligible: c.eligible}
 }
 
 // CachePod is the pod informer's transform: TrimPod, then encoded
@@ -66,9 +64,9 @@ func CachePod(obj any) (any, error) {
 		return nil, fmt.Errorf("encode pod %s/%s for the cache: %w", pod.Namespace, pod.Name, err)
 	}
 	return &cachedPod{
-		meta:     metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID, ResourceVersion: pod.ResourceVersion},
-		pod:      data,
-		eligible: decision.Eligible(pod),
+		objectKeys: keysOf(pod),
+		pod:        data,
+		eligible:   decision.Eligible(pod),
 	}, nil
 }
 

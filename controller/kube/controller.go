@@ -131,13 +131,16 @@ func podUpdateMatters(old, obj any, echoes EchoFilter) bool {
 func neitherEligible(old, obj any) bool {
 	o, ok1 := cachedOf(old)
 	n, ok2 := cachedOf(obj)
-	return ok1 && ok2 && o.meta.UID == n.meta.UID && !o.eligible && !n.eligible
+	return ok1 && ok2 && o.uid == n.uid && !o.eligible && !n.eligible
 }
 
 func (c *Controller) crrAddMatters(obj any) bool {
-	crr, ok := obj.(*kruisev1alpha1.ContainerRecreateRequest)
 	f, filters := c.syncer.(EchoFilter)
-	return !ok || !filters || f.CRRAddMatters(crr)
+	if !filters {
+		return true
+	}
+	crr, ok := CachedCRR(obj)
+	return !ok || f.CRRAddMatters(crr)
 }
 
 func podAddMatters(obj any) bool {
@@ -146,8 +149,8 @@ func podAddMatters(obj any) bool {
 }
 
 func crrUpdateMatters(old, obj any) bool {
-	o, ok1 := old.(*kruisev1alpha1.ContainerRecreateRequest)
-	n, ok2 := obj.(*kruisev1alpha1.ContainerRecreateRequest)
+	o, ok1 := CachedCRR(old)
+	n, ok2 := CachedCRR(obj)
 	return !ok1 || !ok2 || reconciler.CRRUpdateMatters(o, n)
 }
 
@@ -158,17 +161,22 @@ func (c *Controller) enqueueCRRPod(obj any) bool {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
-	if crr, ok := obj.(*kruisev1alpha1.ContainerRecreateRequest); ok {
-		key := cache.ObjectName{Namespace: crr.Namespace, Name: crr.Spec.PodName}
-		// reconciler.CRREventMatters, from what the cache knows of the pod
-		// without decoding it: held, and eligible.
-		if held, ok := c.caches.cached(key); !ok || !held.eligible {
-			return false
-		}
-		c.queue.Add(key)
-		return true
+	var key cache.ObjectName
+	switch crr := obj.(type) {
+	case *cachedCRR:
+		key = cache.ObjectName{Namespace: crr.namespace, Name: crr.podName}
+	case *kruisev1alpha1.ContainerRecreateRequest:
+		key = cache.ObjectName{Namespace: crr.Namespace, Name: crr.Spec.PodName}
+	default:
+		return false
 	}
-	return false
+	// reconciler.CRREventMatters, from what the cache knows of the pod
+	// without decoding it: held, and eligible.
+	if held, ok := c.caches.cached(key); !ok || !held.eligible {
+		return false
+	}
+	c.queue.Add(key)
+	return true
 }
 
 // RegisterMetrics registers the informer event counts.

@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
-	"github.com/sidecar-terminator/sidecar-terminator/controller/reconciler"
 )
 
 // TrimPod keeps of a pod only what the decision, the patches and the events
@@ -192,46 +191,13 @@ func bounded(s string) string {
 // thousands at once (10,000 in the scale tier's), and kruise's webhook and
 // daemon add labels, a strategy and container IDs that nothing here reads.
 // What is read live (CheckExistingCRR, OpenKruise's own CRR) is whole.
+// The cache holds it as a cachedCRR; CachedCRR reads it back.
 func TrimCRR(obj any) (any, error) {
 	c, ok := obj.(*kruisev1alpha1.ContainerRecreateRequest)
 	if !ok {
 		return StripManagedFields(obj)
 	}
-	out := &kruisev1alpha1.ContainerRecreateRequest{ObjectMeta: metav1.ObjectMeta{
-		Name: c.Name, Namespace: intern(c.Namespace), UID: c.UID, ResourceVersion: c.ResourceVersion,
-		CreationTimestamp: c.CreationTimestamp, DeletionTimestamp: c.DeletionTimestamp,
-	}}
-	for _, k := range []string{reconciler.LabelManagedBy, reconciler.LabelPodUID, reconciler.LabelAttempt, reconciler.LabelStage} {
-		if v, ok := c.Labels[k]; ok {
-			if out.Labels == nil {
-				out.Labels = make(map[string]string, 4)
-			}
-			if k != reconciler.LabelPodUID {
-				v = intern(v) // the same few values on every CRR
-			}
-			out.Labels[k] = v
-		}
-	}
-	out.Spec = kruisev1alpha1.ContainerRecreateRequestSpec{PodName: c.Spec.PodName, ActiveDeadlineSeconds: c.Spec.ActiveDeadlineSeconds}
-	if n := len(c.Spec.Containers); n > 0 {
-		out.Spec.Containers = make([]kruisev1alpha1.ContainerRecreateRequestContainer, n)
-		for i, ctr := range c.Spec.Containers {
-			out.Spec.Containers[i].Name = intern(ctr.Name)
-			if sc := ctr.StatusContext; sc != nil {
-				out.Spec.Containers[i].StatusContext = &kruisev1alpha1.ContainerRecreateRequestContainerContext{RestartCount: sc.RestartCount}
-			}
-		}
-	}
-	out.Status = kruisev1alpha1.ContainerRecreateRequestStatus{Phase: kruisev1alpha1.ContainerRecreateRequestPhase(intern(string(c.Status.Phase))),
-		CompletionTime: c.Status.CompletionTime, Message: c.Status.Message}
-	if n := len(c.Status.ContainerRecreateStates); n > 0 {
-		out.Status.ContainerRecreateStates = make([]kruisev1alpha1.ContainerRecreateRequestContainerRecreateState, n)
-		for i, st := range c.Status.ContainerRecreateStates {
-			out.Status.ContainerRecreateStates[i] = kruisev1alpha1.ContainerRecreateRequestContainerRecreateState{
-				Name: intern(st.Name), Phase: kruisev1alpha1.ContainerRecreateRequestPhase(intern(string(st.Phase))), IsKilled: st.IsKilled}
-		}
-	}
-	return out, nil
+	return cacheCRR(c), nil
 }
 
 // StripManagedFields is the CRR informers' transform: server-side

@@ -7,7 +7,10 @@ import (
 	"time"
 
 	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
 	"github.com/sidecar-terminator/sidecar-terminator/controller/reconciler"
@@ -71,7 +74,7 @@ func TestTrimmedCRRReadsAsTheFull(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		trimmed := obj.(*kruisev1alpha1.ContainerRecreateRequest)
+		trimmed, _ := CachedCRR(obj)
 		if reconciler.CRRUpdateMatters(full, trimmed) {
 			t.Errorf("%s: the trimmed CRR reads differently from the full one:\n%+v\n%+v", name, trimmed, full)
 		}
@@ -90,7 +93,7 @@ func TestTrimmedCRRDropsWhatNothingReads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := obj.(*kruisev1alpha1.ContainerRecreateRequest)
+	c, _ := CachedCRR(obj)
 	if len(c.Labels) != 3 || c.OwnerReferences != nil || c.Annotations != nil || c.Finalizers != nil || c.ManagedFields != nil {
 		t.Errorf("metadata kept: labels %v, owners %v, annotations %v, finalizers %v, managed fields %v",
 			c.Labels, c.OwnerReferences, c.Annotations, c.Finalizers, c.ManagedFields)
@@ -129,5 +132,88 @@ func BenchmarkTrimCRRRetained(b *testing.B) {
 			}, transform)
 			b.ReportMetric(bytes, "retained-B/crr")
 		})
+	}
+}
+
+// The CRR cache keys a cached CRR by its name, indexes it by its pod UID
+// label, and reads it back (also from a tombstone) as a CRR of its own:
+// what a reader changes is not in the cache.
+func TestTheCRRCacheKeysIndexesAndReadsACachedCRR(t *testing.T) {
+	full := kruiseCRR("2", true)
+	full.DeletionTimestamp = &full.CreationTimestamp
+	obj, err := TrimCRR(full.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, cache.Indexers{crrByPodUID: indexByPodUID})
+	if err := store.Add(obj); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Add(kruiseCRR("", false)); err == nil { // the same name, as it is: replaces the cached one
+		if got, _ := store.ByIndex(crrByPodUID, "3f0c-pod"); len(got) != 1 {
+			t.Errorf("index holds %d CRRs after a replace, want 1", len(got))
+		}
+	}
+	if err := store.Add(obj); err != nil {
+		t.Fatal(err)
+	}
+	got, err := store.ByIndex(crrByPodUID, full.Labels[reconciler.LabelPodUID])
+	if err != nil || len(got) != 1 {
+		t.Fatalf("index by pod UID: %d CRRs, %v", len(got), err)
+	}
+	key, _ := cache.MetaNamespaceKeyFunc(got[0])
+	if key != full.Namespace+"/"+full.Name {
+		t.Errorf("key %q", key)
+	}
+	for name, o := range map[string]any{"cached": got[0], "tombstone": cache.DeletedFinalStateUnknown{Key: key, Obj: got[0]}} {
+		c, ok := CachedCRR(o)
+		if !ok {
+			t.Fatalf("%s: does not read as a CRR", name)
+		}
+		if c.Name != full.Name || c.Namespace != full.Namespace || c.UID != full.UID || c.Spec.PodName != full.Spec.PodName ||
+			c.DeletionTimestamp == nil || !c.DeletionTimestamp.Equal(full.DeletionTimestamp) ||
+			*c.Spec.ActiveDeadlineSeconds != *full.Spec.ActiveDeadlineSeconds || c.Labels[reconciler.LabelStage] != "2" ||
+			c.Status.Message != full.Status.Message || c.Status.Phase != full.Status.Phase || len(c.Status.ContainerRecreateStates) != 1 {
+			t.Errorf("%s: read %+v", name, c)
+		}
+		// A reader's change stays its own.
+		c.Labels[reconciler.LabelAttempt] = "9"
+		*c.Spec.ActiveDeadlineSeconds = 1
+		c.Status.ContainerRecreateStates[0].Phase = "Changed"
+	}
+	again, _ := CachedCRR(got[0])
+	if again.Labels[reconciler.LabelAttempt] != "2" || *again.Spec.ActiveDeadlineSeconds != 60 || again.Status.ContainerRecreateStates[0].Phase == "Changed" {
+		t.Errorf("a reader's change reached the cache: %+v", again)
+	}
+	if c, ok := CachedCRR(got[0].(runtime.Object).DeepCopyObject()); !ok || c.Name != full.Name || c.Labels[reconciler.LabelPodUID] != full.Labels[reconciler.LabelPodUID] {
+		t.Errorf("deep copy reads %+v", c)
+	}
+	if _, ok := CachedCRR(&corev1.Pod{}); ok {
+		t.Error("a pod read as a CRR")
+	}
+}
+
+// The CRR cache keeps one of a burst's CRRs in about half of what its
+// trimmed struct cost: 700 bytes bound it, where the trimmed
+// *kruisev1alpha1.ContainerRecreateRequest kept 1,104 (BenchmarkTrimCRRRetained).
+func TestACachedCRRIsKeptSmall(t *testing.T) {
+	wire := make([][]byte, 2000)
+	for i := range wire {
+		c := kruiseCRR("", true)
+		c.Name = fmt.Sprintf("batch-%d-x7k2p-sidecar-terminator-1", i)
+		c.Labels[reconciler.LabelPodUID] = fmt.Sprintf("3f0c1d9e-4b2a-4c1e-9d7f-%012d", i)
+		data, err := json.Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wire[i] = data
+	}
+	bytes, _ := retainedPerObject(t, 1, wire, func(data []byte) (any, error) {
+		c := &kruisev1alpha1.ContainerRecreateRequest{}
+		err := json.Unmarshal(data, c)
+		return c, err
+	}, TrimCRR)
+	if bytes > 700 {
+		t.Errorf("a cached CRR keeps %.0f bytes, want at most 700", bytes)
 	}
 }
