@@ -74,21 +74,6 @@ func NewClientsForConfig(cfg *rest.Config, qps float32, burst int) (*Clients, er
 	return c, nil
 }
 
-// ForWrites are clients like c on connections of their own: the writes
-// that stop sidecars, and the live reads beside them, never share an
-// HTTP/2 connection with the watches. client-go shares one connection per
-// API server among all clients of one configuration, and the API server
-// serves a connection's streams from one loop that frames and flushes
-// them in turn: in a burst, the pod watch's events and 64 workers' writes
-// went through it together.
-func (c *Clients) ForWrites() (*Clients, error) {
-	cfg := rest.CopyConfig(c.Config)
-	// A dialer of the configuration's own makes client-go build a
-	// transport (and so a connection) for it, not share the cached one.
-	cfg.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
-	return NewClientsForConfig(cfg, cfg.QPS, cfg.Burst)
-}
-
 // eventsRESTConfig is the events client's configuration: cfg, in protobuf.
 // client-go's event sink calls the events client's legacy
 // CreateWithEventNamespace, which speaks the client's content type (JSON
@@ -170,11 +155,7 @@ func Run(ctx context.Context, o *Options) error {
 			return err
 		}
 	}
-	writes, err := clients.ForWrites()
-	if err != nil {
-		return err
-	}
-	rec, writer := newReconciler(cfg, caches, kube.Writer{Client: writes.Kube, Kruise: writes.Kruise}, recorder, metrics)
+	rec, writer := newReconciler(cfg, caches, kube.Writer{Client: clients.Kube, Kruise: clients.Kruise}, recorder, metrics)
 	ctrl, err := kube.NewController(caches, rec)
 	if err != nil {
 		return err
