@@ -86,14 +86,7 @@ var pinned = regexp.MustCompile(`^[^@ ]+@sha256:[0-9a-f]{64}$`)
 // Every stage's base is pinned by digest (scratch has none), so a Docker
 // build of a release commit gets the same bases later.
 func TestDockerfileBasesArePinnedByDigest(t *testing.T) {
-	root, err := repo.Root()
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, err := filepath.Glob(filepath.Join(root, "images", "*", "Dockerfile"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no Dockerfiles under images/: %v", err)
-	}
+	files := allDockerfiles(t)
 	for _, path := range files {
 		data, err := os.ReadFile(path)
 		if err != nil {
@@ -212,14 +205,7 @@ func nilIfEmpty(s []string) []string {
 // images.BuildFlags): what they run and measure is what a Docker build
 // ships.
 func TestDockerfilesBuildAsTheOCIBuild(t *testing.T) {
-	root, err := repo.Root()
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, err := filepath.Glob(filepath.Join(root, "images", "*", "Dockerfile"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no Dockerfiles under images/: %v", err)
-	}
+	files := allDockerfiles(t)
 	var flags []string
 	for _, f := range images.BuildFlags {
 		if strings.ContainsAny(f, " \t") {
@@ -255,4 +241,18 @@ func TestDockerfilesBuildAsTheOCIBuild(t *testing.T) {
 			t.Errorf("%s: no go build in the Dockerfile", name)
 		}
 	}
+}
+
+// allDockerfiles are the paths of images/*/Dockerfile.
+func allDockerfiles(t *testing.T) []string {
+	t.Helper()
+	root, err := repo.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob(filepath.Join(root, "images", "*", "Dockerfile"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no Dockerfiles under images/: %v", err)
+	}
+	return files
 }
