@@ -4,6 +4,12 @@
 // specs; images_test.go checks both.
 package images
 
+import (
+	"context"
+	"os"
+	"os/exec"
+)
+
 // Spec is one single-binary image.
 type Spec struct {
 	// Ref is the image reference pods use (with imagePullPolicy Never).
@@ -40,6 +46,16 @@ var (
 	BuildEnv   = []string{"CGO_ENABLED=0"}
 	BuildFlags = []string{"-trimpath", "-ldflags", "-s -w"}
 )
+
+// GoBuild is the command that builds pkg of the module at dir into out
+// with BuildEnv and BuildFlags; env is added to the environment (a target
+// platform's GOOS and GOARCH).
+func GoBuild(ctx context.Context, dir, out, pkg string, env ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, "go", append(append([]string{"build"}, BuildFlags...), "-o", out, pkg)...)
+	cmd.Dir = dir
+	cmd.Env = append(append(os.Environ(), BuildEnv...), env...)
+	return cmd
+}
 
 // NonRoot is distroless' nonroot user, which the product images use.
 const NonRoot = "65532:65532"

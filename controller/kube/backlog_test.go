@@ -103,7 +103,7 @@ func TestBacklogSendsOneWritePerPod(t *testing.T) {
 				crr := list.Items[i].DeepCopy()
 				crr.CreationTimestamp = metav1.NewTime(podtest.Epoch.Add(11 * time.Second))
 				crr.ResourceVersion = "1"
-				if err := f.caches.CRRInformer.GetIndexer().Add(crr); err != nil {
+				if err := f.caches.CRRInformer.GetIndexer().Add(cacheCRR(crr)); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -276,11 +276,11 @@ func (c *Caches) Node(name string) (decision.NodeFacts, bool) {
 
 // indexByPodUID is the CRR cache's index: a CRR by its pod UID label.
 func indexByPodUID(obj any) ([]string, error) {
-	uid, ok := crrPodUID(obj)
+	c, ok := obj.(*cachedCRR)
 	if !ok {
 		return nil, nil
 	}
-	return []string{uid}, nil
+	return []string{c.labels[crrPodUIDLabel]}, nil
 }
 
 // CRRs implements reconciler.Reader.

@@ -65,9 +65,6 @@ func (c *cachedCRR) DeepCopyObject() runtime.Object {
 	return &out
 }
 
-// podUID is the pod UID label's value: the cache's index by pod UID.
-func (c *cachedCRR) podUID() string { return c.labels[crrPodUIDLabel] }
-
 // cacheCRR is TrimCRR's work: what the reconciler reads of c, in a
 // cachedCRR, with the values every CRR repeats shared (intern).
 func cacheCRR(c *kruisev1alpha1.ContainerRecreateRequest) *cachedCRR {
@@ -144,28 +141,21 @@ func (c *cachedCRR) crr() *kruisev1alpha1.ContainerRecreateRequest {
 	return out
 }
 
-// CachedCRR reads what the CRR cache holds (TrimCRR's answer, or a CRR
-// put there as it is), also inside a tombstone; false for anything else.
+// CachedCRR reads what the CRR cache holds (TrimCRR's answer), also
+// inside a tombstone; false for anything else.
 func CachedCRR(obj any) (*kruisev1alpha1.ContainerRecreateRequest, bool) {
+	c, ok := cachedCRROf(obj)
+	if !ok {
+		return nil, false
+	}
+	return c.crr(), true
+}
+
+// cachedCRROf is what the CRR cache holds, also inside a tombstone.
+func cachedCRROf(obj any) (*cachedCRR, bool) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
-	switch c := obj.(type) {
-	case *cachedCRR:
-		return c.crr(), true
-	case *kruisev1alpha1.ContainerRecreateRequest:
-		return c, true
-	}
-	return nil, false
-}
-
-// crrPodUID is the index by pod UID's value of what the CRR cache holds.
-func crrPodUID(obj any) (string, bool) {
-	switch c := obj.(type) {
-	case *cachedCRR:
-		return c.podUID(), true
-	case *kruisev1alpha1.ContainerRecreateRequest:
-		return c.Labels[reconciler.LabelPodUID], true
-	}
-	return "", false
+	c, ok := obj.(*cachedCRR)
+	return c, ok
 }

@@ -158,18 +158,11 @@ func crrUpdateMatters(old, obj any) bool {
 // deletion by someone else) is followed through; false when nothing was
 // queued (the filter dropped it).
 func (c *Controller) enqueueCRRPod(obj any) bool {
-	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = d.Obj
-	}
-	var key cache.ObjectName
-	switch crr := obj.(type) {
-	case *cachedCRR:
-		key = cache.ObjectName{Namespace: crr.namespace, Name: crr.podName}
-	case *kruisev1alpha1.ContainerRecreateRequest:
-		key = cache.ObjectName{Namespace: crr.Namespace, Name: crr.Spec.PodName}
-	default:
+	crr, ok := cachedCRROf(obj)
+	if !ok {
 		return false
 	}
+	key := cache.ObjectName{Namespace: crr.namespace, Name: crr.podName}
 	// reconciler.CRREventMatters, from what the cache knows of the pod
 	// without decoding it: held, and eligible.
 	if held, ok := c.caches.cached(key); !ok || !held.eligible {

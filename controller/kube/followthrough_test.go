@@ -72,7 +72,7 @@ func TestCRRDeadlineCoversThePodsGracePeriod(t *testing.T) {
 	created, _ := f.kruise.AppsV1alpha1().ContainerRecreateRequests("default").Get(context.Background(), crr.Name, metav1.GetOptions{})
 	created.CreationTimestamp = metav1.NewTime(f.clock.Now())
 	created.Status.Phase = kruisev1alpha1.ContainerRecreateRequestRecreating
-	f.caches.CRRInformer.GetIndexer().Add(created)
+	f.caches.CRRInformer.GetIndexer().Add(cacheCRR(created))
 	// 90 s in, past the default 60 s deadline: the sidecar is still draining
 	// under its 120 s grace period, so neither a swap nor a second CRR.
 	f.clock.Step(90 * time.Second)

@@ -159,7 +159,7 @@ func TestSyncCreatesOneCRROnANormalNode(t *testing.T) {
 	// The cache catches up: still nothing to write while the CRR works.
 	created, _ := f.kruise.AppsV1alpha1().ContainerRecreateRequests("default").Get(context.Background(), crr.Name, metav1.GetOptions{})
 	created.CreationTimestamp = metav1.NewTime(f.clock.Now())
-	f.caches.CRRInformer.GetIndexer().Add(created)
+	f.caches.CRRInformer.GetIndexer().Add(cacheCRR(created))
 	if writes := f.sync("job-a"); len(writes) != 0 {
 		t.Fatalf("sync with the CRR in the cache wrote %v", writes)
 	}

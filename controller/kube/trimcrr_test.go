@@ -149,12 +149,13 @@ func TestTheCRRCacheKeysIndexesAndReadsACachedCRR(t *testing.T) {
 	if err := store.Add(obj); err != nil {
 		t.Fatal(err)
 	}
-	if err := store.Add(kruiseCRR("", false)); err == nil { // the same name, as it is: replaces the cached one
-		if got, _ := store.ByIndex(crrByPodUID, "3f0c-pod"); len(got) != 1 {
-			t.Errorf("index holds %d CRRs after a replace, want 1", len(got))
-		}
+	// A newer version of the same CRR replaces the cached one.
+	older := full.DeepCopy()
+	older.ResourceVersion = "76"
+	if err := store.Update(cacheCRR(older)); err != nil {
+		t.Fatal(err)
 	}
-	if err := store.Add(obj); err != nil {
+	if err := store.Update(obj); err != nil {
 		t.Fatal(err)
 	}
 	got, err := store.ByIndex(crrByPodUID, full.Labels[reconciler.LabelPodUID])

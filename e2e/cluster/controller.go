@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -48,9 +46,7 @@ type Controller struct {
 // the binary that ships, however they were started.
 func BuildController(ctx context.Context, root string) (string, error) {
 	out := filepath.Join(root, "bin", ControllerName)
-	cmd := exec.CommandContext(ctx, "go", append(append([]string{"build"}, images.BuildFlags...), "-o", out, ControllerPackage)...)
-	cmd.Env = append(os.Environ(), images.BuildEnv...)
-	cmd.Dir = root
+	cmd := images.GoBuild(ctx, root, out, ControllerPackage)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("build controller: %w: %s", err, tail(string(b), 4000))
 	}

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -50,10 +49,8 @@ func BuildFor(ctx context.Context, repoRoot string, spec images.Spec, goarch str
 	if pkg == "" {
 		pkg = "./images/" + spec.Dir
 	}
-	cmd := exec.CommandContext(ctx, "go", append(append([]string{"build"}, images.BuildFlags...), "-o", bin, pkg)...)
-	cmd.Dir = repoRoot
 	// Static: the image has no libc.
-	cmd.Env = append(append(os.Environ(), images.BuildEnv...), "GOOS=linux", "GOARCH="+goarch)
+	cmd := images.GoBuild(ctx, repoRoot, bin, pkg, "GOOS=linux", "GOARCH="+goarch)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("build %s binary for %s: %w: %s", spec.Dir, goarch, err, out)
 	}
