@@ -55,7 +55,7 @@ type BurstResult struct {
 }
 
 // burst creates pods running on the bench nodes, then ends every main
-// container as fast as the API server takes it, and plays the nodes: once the
+// container, as fast as the API server takes it or at a set pace, and plays the nodes: once the
 // terminator acts on a pod, its sidecar exits and the pod Succeeds.
 type burst struct {
 	kube   kubernetes.Interface
@@ -92,10 +92,36 @@ type burstOptions struct {
 	// pod builds the i-th pod of the run; nil is jobPod, every other pod
 	// on a virtual node.
 	pod func(run string, i int) *corev1.Pod
+	// exitsPerSecond paces the mains' exits (Config.ExitsPerSecond).
+	exitsPerSecond float64
 }
 
-func runBurst(ctx context.Context, kube kubernetes.Interface, kruise kruiseclient.Interface, run string, n int, pid int, logf func(string, ...any)) (BurstResult, error) {
-	return runBurstWith(ctx, kube, kruise, run, n, pid, logf, burstOptions{})
+// exitWriters write the mains' exits: enough that the API server, not the
+// bench, sets the pace when the exits are not paced.
+const exitWriters = 64
+
+// writeExits calls write for each of the n mains, exitWriters at a time,
+// the i-th no sooner than exitDue says.
+func writeExits(ctx context.Context, n int, start time.Time, perSecond float64, write func(i int) error) error {
+	return parallel(n, exitWriters, func(i int) error {
+		if wait := time.Until(exitDue(start, perSecond, i)); wait > 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(wait):
+			}
+		}
+		return write(i)
+	})
+}
+
+// exitDue is when the i-th main's exit may be written: at once unpaced,
+// else i/perSecond seconds after the first.
+func exitDue(start time.Time, perSecond float64, i int) time.Time {
+	if perSecond <= 0 {
+		return start
+	}
+	return start.Add(time.Duration(float64(i) / perSecond * float64(time.Second)))
 }
 
 func runBurstWith(ctx context.Context, kube kubernetes.Interface, kruise kruiseclient.Interface, run string, n int, pid int, logf func(string, ...any), opts burstOptions) (BurstResult, error) {
@@ -124,7 +150,7 @@ func runBurstWith(ctx context.Context, kube kubernetes.Interface, kruise kruisec
 	if opts.during != nil {
 		go opts.during(watchCtx, b)
 	}
-	if err := parallel(n, 64, func(i int) error {
+	if err := writeExits(ctx, n, start, opts.exitsPerSecond, func(i int) error {
 		_, err := setStatus(ctx, kube, b.pods[i], corev1.PodRunning, terminated(time.Now()), running(start))
 		b.mu.Lock()
 		b.exitAt[b.pods[i].Name] = time.Now()

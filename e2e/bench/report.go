@@ -207,6 +207,11 @@ func (c Config) settings() string {
 	} else {
 		s += " (NOT the controller's shipped defaults)"
 	}
+	if c.ExitsPerSecond > 0 {
+		s += fmt.Sprintf("; the mains' exits paced at %g a second for every terminator", c.ExitsPerSecond)
+	} else {
+		s += fmt.Sprintf("; the mains' exits written as fast as the API server takes them (%d writers)", exitWriters)
+	}
 	for i, k := range c.kruiseSettings() {
 		if i == 0 {
 			s += fmt.Sprintf("; OpenKruise %s's SidecarTerminator (kruise-manager, gate on, its %d workers)", cluster.KruiseVersion, kruiseWorkers)

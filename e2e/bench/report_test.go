@@ -152,3 +152,12 @@ func TestTheReportGivesEachRoundsPriorityAndFairnessWaits(t *testing.T) {
 		t.Errorf("a round without the waits read reports them:\n%s", md)
 	}
 }
+
+func TestTheReportSaysHowTheExitsWereWritten(t *testing.T) {
+	if s := (Config{Workers: 64, QPS: -1, ExitsPerSecond: 100}).settings(); !strings.Contains(s, "the mains' exits paced at 100 a second for every terminator") {
+		t.Errorf("paced: %q", s)
+	}
+	if s := (Config{Workers: 64, QPS: -1}).settings(); !strings.Contains(s, "as fast as the API server takes them (64 writers)") {
+		t.Errorf("unpaced: %q", s)
+	}
+}

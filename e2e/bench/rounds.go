@@ -44,7 +44,7 @@ func (w *world) controllerRound(ctx context.Context, rep *Report, round *Round, 
 			prof.take(ctx, "heap", "controller.heap.initial")
 		}
 	}
-	var opts burstOptions
+	opts := burstOptions{exitsPerSecond: w.cfg.ExitsPerSecond}
 	profiled := make(chan struct{})
 	if profiling {
 		// The profile covers the burst from the first main exit; the watches
@@ -118,7 +118,8 @@ func (w *world) yardstickRound(ctx context.Context, rep *Report, round *Round, r
 		w.cfg.Logf("yardstick idle: %.4f CPU s per second", rep.YardstickIdleCPU)
 	}
 	if round.YardstickAPF, err = apfAcross(ctx, w.kube, w.cfg.Logf, func() (err error) {
-		round.Yardstick, err = runBurst(ctx, w.kube, w.kruise, run, w.cfg.BurstPods, yard.Process.Pid, w.cfg.Logf)
+		round.Yardstick, err = runBurstWith(ctx, w.kube, w.kruise, run, w.cfg.BurstPods, yard.Process.Pid, w.cfg.Logf,
+			burstOptions{exitsPerSecond: w.cfg.ExitsPerSecond})
 		return err
 	}); err != nil {
 		return err

@@ -21,6 +21,13 @@ type Config struct {
 	IdleJobPods    int // Job pods whose mains keep running
 	Rounds         int // bursts of each terminator
 	Workers        int
+	// ExitsPerSecond paces the mains' exits: the i-th is written no sooner
+	// than i/ExitsPerSecond seconds after the first, so that every
+	// terminator meets the same input. Zero writes them as fast as the API
+	// server takes them (64 writers): then each terminator's input depends
+	// on the load it puts on the server, and a slower burst of exits costs
+	// the terminator more CPU per pod (docs/measurements.md).
+	ExitsPerSecond float64
 	// YardstickWorkers is the yardstick's concurrency; 0 is Workers. The
 	// yardstick stands for what the machine allows, so it runs at its best:
 	// at 20,000 pods over 150,000 it did worse with 64 workers (p99 12.6 s
