@@ -202,7 +202,10 @@ func (c Config) settings() string {
 	if y := c.yardstickWorkers(); y != c.Workers {
 		s = fmt.Sprintf("the controller with %d workers, the yardstick with %d (its better setting here), both with %s", c.Workers, y, limit)
 	}
-	if c.Workers == app.DefaultWorkers && c.QPS < 0 {
+	if c.ControllerAsMasters {
+		s += ", the controller authenticated as system:masters (a diagnostic)"
+	}
+	if c.Workers == app.DefaultWorkers && c.QPS < 0 && !c.ControllerAsMasters {
 		s += " (the controller's shipped defaults)"
 	} else {
 		s += " (NOT the controller's shipped defaults)"

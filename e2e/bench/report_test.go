@@ -161,3 +161,13 @@ func TestTheReportSaysHowTheExitsWereWritten(t *testing.T) {
 		t.Errorf("unpaced: %q", s)
 	}
 }
+
+func TestTheReportSaysWhenTheControllerRanAsSystemMasters(t *testing.T) {
+	s := (Config{Workers: 64, QPS: -1, ControllerAsMasters: true}).settings()
+	if !strings.Contains(s, "the controller authenticated as system:masters (a diagnostic) (NOT the controller's shipped defaults)") {
+		t.Errorf("as system:masters: %q", s)
+	}
+	if s := (Config{Workers: 64, QPS: -1}).settings(); strings.Contains(s, "system:masters") || !strings.Contains(s, "(the controller's shipped defaults)") {
+		t.Errorf("as shipped: %q", s)
+	}
+}

@@ -37,6 +37,7 @@ func main() {
 	// yardstick with as many workers and no client limit either.
 	fs.IntVar(&cfg.Workers, "workers", app.DefaultWorkers, "workers of both terminators (default: the controller's shipped default)")
 	fs.Float64Var(&cfg.ExitsPerSecond, "exits-per-second", 0, "pace the mains' exits at this rate, the same for every terminator; 0 writes them as fast as the API server takes them")
+	fs.BoolVar(&cfg.ControllerAsMasters, "controller-as-masters", false, "a diagnostic: the controller authenticates as system:masters, as the yardstick does, instead of as its ServiceAccount")
 	fs.IntVar(&cfg.YardstickWorkers, "yardstick-workers", 32, "the yardstick's workers (0: -workers); 32 is its better setting on this machine (bench.Config.YardstickWorkers)")
 	qps := fs.Float64("qps", app.ClientLimitOff, "client QPS of both terminators; -1 (default, as shipped) is no client-side limiter")
 	fs.IntVar(&cfg.Burst, "burst", app.ClientLimitOff, "client burst of both terminators; unused with -qps=-1")
