@@ -55,8 +55,9 @@ type BurstResult struct {
 }
 
 // burst creates pods running on the bench nodes, then ends every main
-// container, as fast as the API server takes it or at a set pace, and plays the nodes: once the
-// terminator acts on a pod, its sidecar exits and the pod Succeeds.
+// container (as fast as the API server takes it, or at a set pace) and plays
+// the nodes: once the terminator acts on a pod, its sidecar exits and the pod
+// Succeeds.
 type burst struct {
 	kube   kubernetes.Interface
 	kruise kruiseclient.Interface
