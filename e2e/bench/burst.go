@@ -44,7 +44,11 @@ type BurstResult struct {
 	// out of CPUSecondsPer1000. Zero for the other terminators.
 	CPUWithEventsPer1000 float64 `json:"cpuWithEventsPer1000Pods,omitempty"`
 	cpuStart             float64 // the process's CPU seconds at the first exit
-	RSSBytesAfter        int64   `json:"rssBytesAfter"`
+	// ServerCPUSeconds is the control plane's CPU over the same span as
+	// CPUSeconds, by process (kube-apiserver, etcd): what the burst cost
+	// the server, beside what it cost the terminator.
+	ServerCPUSeconds map[string]float64 `json:"serverCPUSeconds,omitempty"`
+	RSSBytesAfter    int64              `json:"rssBytesAfter"`
 	// RSSBytesPeak is the process's highest RSS from its start (the
 	// terminator is started for its burst) to the burst's end.
 	RSSBytesPeak int64 `json:"rssBytesPeak"`
@@ -95,6 +99,9 @@ type burstOptions struct {
 	pod func(run string, i int) *corev1.Pod
 	// exitsPerSecond paces the mains' exits (Config.ExitsPerSecond).
 	exitsPerSecond float64
+	// servers are the control plane's processes whose CPU the burst counts
+	// (BurstResult.ServerCPUSeconds), by name.
+	servers map[string]int
 }
 
 // exitWriters write the mains' exits: enough that the API server, not the
@@ -144,6 +151,7 @@ func runBurstWith(ctx context.Context, kube kubernetes.Interface, kruise kruisec
 		go func() { defer finishers.Done(); b.finishPods(watchCtx) }()
 	}
 	cpu0, _ := cpuSeconds(pid)
+	server0 := cpuOf(opts.servers)
 
 	start := time.Now()
 	b.start = start
@@ -184,6 +192,7 @@ func runBurstWith(ctx context.Context, kube kubernetes.Interface, kruise kruisec
 		time.Sleep(100 * time.Millisecond)
 	}
 	cpu1, _ := cpuSeconds(pid)
+	res.ServerCPUSeconds = cpuSince(opts.servers, server0)
 	stopWatches()
 	b.mu.Lock()
 	b.closed = true
@@ -196,6 +205,9 @@ func runBurstWith(ctx context.Context, kube kubernetes.Interface, kruise kruisec
 	res.RSSBytesAfter, _ = rssBytes(pid)
 	res.RSSBytesPeak, _ = rssPeakBytes(pid)
 	b.summarize(&res, start)
+	if len(res.ServerCPUSeconds) > 0 {
+		logf("%s: the control plane's CPU s / 1000 pods over the burst: %s", run, serverCPU(res))
+	}
 	return res, nil
 }
 

@@ -177,7 +177,8 @@ func (w *world) kruiseRound(ctx context.Context, rep *Report, round *Round, i in
 	if err != nil {
 		return err
 	}
-	opts := burstOptions{patience: kruisePatience(w.cfg.BurstPods, col.Setting.QPS), exitsPerSecond: w.cfg.ExitsPerSecond}
+	opts := w.burstOptions()
+	opts.patience = kruisePatience(w.cfg.BurstPods, col.Setting.QPS)
 	res, err := runBurstWith(ctx, w.kube, w.kruise, run, w.cfg.BurstPods, mgr.PID, w.cfg.Logf, opts)
 	if err != nil {
 		return err

@@ -53,3 +53,35 @@ func cpuSeconds(pid int) (float64, error) {
 	}
 	return (utime + stime) / clockTicks, nil
 }
+
+// cpuOf reads each process's CPU seconds, by name; one it cannot read is
+// left out.
+func cpuOf(pids map[string]int) map[string]float64 {
+	if len(pids) == 0 {
+		return nil
+	}
+	out := make(map[string]float64, len(pids))
+	for name, pid := range pids {
+		if s, err := cpuSeconds(pid); err == nil {
+			out[name] = s
+		}
+	}
+	return out
+}
+
+// cpuSince is the CPU each process has used since before was read (cpuOf);
+// a process that cannot be read now, or whose count went back (another
+// process under its PID), is left out.
+func cpuSince(pids map[string]int, before map[string]float64) map[string]float64 {
+	now := cpuOf(pids)
+	var out map[string]float64
+	for name, s0 := range before {
+		if s1, ok := now[name]; ok && s1 >= s0 {
+			if out == nil {
+				out = map[string]float64{}
+			}
+			out[name] = s1 - s0
+		}
+	}
+	return out
+}

@@ -10,28 +10,65 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"k8s.io/client-go/kubernetes"
 )
 
-// profiler takes the controller's profiles through its /debug/pprof endpoint
-// (the controller runs with --profiling) and renders each as `go tool pprof
-// -top` text beside it, so a report says what bounds the burst.
+// profiler takes one process's profiles through its /debug/pprof endpoint
+// and renders each as `go tool pprof -top` text beside it, so a report says
+// what bounds the burst.
 type profiler struct {
-	dir        string // where the profiles go
-	binary     string // the controller binary, for symbols
-	metricsURL string // http://127.0.0.1:port/metrics
-	logf       func(string, ...any)
+	dir    string // where the profiles go
+	binary string // the profiled binary, for symbols; "" reads them from the profile
+	// get opens /debug/pprof/<query> on the profiled process.
+	get  func(ctx context.Context, query string) (io.ReadCloser, error)
+	logf func(string, ...any)
+}
+
+// controllerProfiler reads the controller's profiles from its metrics
+// server (it runs with --profiling).
+func controllerProfiler(dir, binary, metricsURL string, logf func(string, ...any)) *profiler {
+	base := strings.TrimSuffix(metricsURL, "/metrics") + "/debug/pprof/"
+	return &profiler{dir: dir, binary: binary, logf: logf, get: func(ctx context.Context, query string) (io.ReadCloser, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+query, nil)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		if resp.StatusCode != http.StatusOK {
+			resp.Body.Close()
+			return nil, fmt.Errorf("GET %s: %s", base+query, resp.Status)
+		}
+		return resp.Body, nil
+	}}
+}
+
+// apiServerProfiler reads kube-apiserver's profiles through an admin client
+// (the control plane runs it with --profiling). Go profiles carry their
+// symbols, so no binary is needed to read them.
+func apiServerProfiler(dir string, kube kubernetes.Interface, logf func(string, ...any)) *profiler {
+	return &profiler{dir: dir, logf: logf, get: func(ctx context.Context, query string) (io.ReadCloser, error) {
+		return kube.CoreV1().RESTClient().Get().RequestURI("/debug/pprof/" + query).Stream(ctx)
+	}}
 }
 
 // take fetches one profile ("profile?seconds=N" for CPU, "heap", ...) into
 // dir/name.pprof and dir/name.top.txt.
 func (p *profiler) take(ctx context.Context, query, name string) {
-	url := p.metricsURL[:len(p.metricsURL)-len("/metrics")] + "/debug/pprof/" + query
-	if err := p.fetch(ctx, url, filepath.Join(p.dir, name+".pprof")); err != nil {
+	path := filepath.Join(p.dir, name+".pprof")
+	if err := p.fetch(ctx, query, path); err != nil {
 		p.logf("profile %s: %v", name, err)
 		return
 	}
+	args := []string{"tool", "pprof", "-top", "-nodecount=40"}
+	if p.binary != "" {
+		args = append(args, p.binary)
+	}
 	// The report is stdout alone: go and pprof write notes to stderr.
-	cmd := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-nodecount=40", p.binary, filepath.Join(p.dir, name+".pprof"))
+	cmd := exec.CommandContext(ctx, "go", append(args, path)...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	top, err := cmd.Output()
@@ -44,21 +81,14 @@ func (p *profiler) take(ctx context.Context, query, name string) {
 	}
 }
 
-func (p *profiler) fetch(ctx context.Context, url, path string) error {
+func (p *profiler) fetch(ctx context.Context, query, path string) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	body, err := p.get(ctx, query)
 	if err != nil {
 		return err
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
+	defer body.Close()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
@@ -66,7 +96,7 @@ func (p *profiler) fetch(ctx context.Context, url, path string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := io.Copy(f, resp.Body); err != nil {
+	if _, err := io.Copy(f, body); err != nil {
 		f.Close()
 		return err
 	}

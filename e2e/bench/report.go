@@ -83,6 +83,17 @@ func (r *Report) Markdown() string {
 				i+1, formatAPFWaits(round.ControllerAPF), formatAPFWaits(round.YardstickAPF))
 		}
 	}
+	for i, round := range r.Rounds {
+		var costs []string
+		for _, x := range round.bursts() {
+			if len(x.ServerCPUSeconds) > 0 {
+				costs = append(costs, fmt.Sprintf("%s's %s", x.Terminator, serverCPU(x)))
+			}
+		}
+		if len(costs) > 0 {
+			fmt.Fprintf(&b, "- round %d, the control plane's CPU s / 1000 pods over each burst (the same span as the terminator's): during %s\n", i+1, strings.Join(costs, "; during "))
+		}
+	}
 	for _, k := range r.Kruise {
 		fmt.Fprintf(&b, "- %s writes per terminated pod (audit log, events and leases aside, from its bursts' pods created until deleted): **%.2f** (%s)\n",
 			k.Terminator, k.WritesPerPod, strings.Join(k.WriteKinds, ", "))
@@ -126,6 +137,21 @@ func (r *Report) worstRound() (int, bool) {
 		}
 	}
 	return w, w >= 0
+}
+
+// serverCPU is what a burst cost the control plane, in CPU seconds per
+// 1,000 pods by process: "etcd 1.20, kube-apiserver 9.80".
+func serverCPU(x BurstResult) string {
+	names := make([]string, 0, len(x.ServerCPUSeconds))
+	for name := range x.ServerCPUSeconds {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var parts []string
+	for _, name := range names {
+		parts = append(parts, fmt.Sprintf("%s %.2f", name, x.ServerCPUSeconds[name]*1000/float64(max(x.Pods, 1))))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // bursts are the round's bursts in table order.

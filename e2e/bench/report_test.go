@@ -153,6 +153,20 @@ func TestTheReportGivesEachRoundsPriorityAndFairnessWaits(t *testing.T) {
 	}
 }
 
+func TestTheReportSaysWhatEachBurstCostTheControlPlane(t *testing.T) {
+	r := threeColumns()
+	r.Rounds[1].Controller.ServerCPUSeconds = map[string]float64{"kube-apiserver": 0.098, "etcd": 0.012}
+	r.Rounds[1].Yardstick.ServerCPUSeconds = map[string]float64{"kube-apiserver": 0.05, "etcd": 0.01}
+	md := r.Markdown()
+	want := "- round 2, the control plane's CPU s / 1000 pods over each burst (the same span as the terminator's): during sidecar-terminator's etcd 1.20, kube-apiserver 9.80; during yardstick's etcd 1.00, kube-apiserver 5.00\n"
+	if !strings.Contains(md, want) {
+		t.Errorf("report lacks %q:\n%s", want, md)
+	}
+	if strings.Contains(md, "- round 1, the control plane's CPU") {
+		t.Errorf("a round without the server's CPU read reports it:\n%s", md)
+	}
+}
+
 func TestTheReportSaysHowTheExitsWereWritten(t *testing.T) {
 	if s := (Config{Workers: 64, QPS: -1, ExitsPerSecond: 100}).settings(); !strings.Contains(s, "the mains' exits paced at 100 a second for every terminator") {
 		t.Errorf("paced: %q", s)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -32,7 +33,7 @@ func (w *world) controllerRound(ctx context.Context, rep *Report, round *Round, 
 	time.Sleep(5 * time.Second) // let the initial list settle before reading memory
 	first := !w.controllerOK
 	w.controllerOK = true
-	prof := &profiler{dir: w.cfg.ProfileDir, binary: w.bin, metricsURL: ctl.MetricsURL, logf: logf}
+	prof := controllerProfiler(w.cfg.ProfileDir, w.bin, ctl.MetricsURL, logf)
 	profiling := first && w.cfg.ProfileDir != ""
 	if first {
 		rep.ControllerRSSInitial, _ = rssBytes(ctl.Process.PID)
@@ -44,18 +45,17 @@ func (w *world) controllerRound(ctx context.Context, rep *Report, round *Round, 
 			prof.take(ctx, "heap", "controller.heap.initial")
 		}
 	}
-	opts := burstOptions{exitsPerSecond: w.cfg.ExitsPerSecond}
+	opts := w.burstOptions()
 	profiled := make(chan struct{})
 	if profiling {
 		// The profile covers the burst from the first main exit; the watches
 		// it runs beside outlive the profile, so it gets its own context.
 		opts.during = func(context.Context, *burst) {
 			defer close(profiled)
-			seconds := w.cfg.ProfileSeconds
-			if seconds <= 0 {
-				seconds = profileSeconds
-			}
-			prof.take(ctx, fmt.Sprintf("profile?seconds=%d", seconds), "controller.cpu.burst")
+			var server sync.WaitGroup
+			server.Go(func() { w.serverProfile(ctx, "apiserver.cpu.controller-burst") })
+			prof.take(ctx, fmt.Sprintf("profile?seconds=%d", w.cfg.profileSeconds()), "controller.cpu.burst")
+			server.Wait()
 		}
 		opts.afterExits = func() { prof.take(ctx, "heap", "controller.heap.peak") }
 	} else {
@@ -112,24 +112,61 @@ func (w *world) yardstickRound(ctx context.Context, rep *Report, round *Round, r
 	}
 	defer func() { _ = yard.Process.Kill(); _ = yard.Wait() }()
 	time.Sleep(5 * time.Second)
-	if rep.YardstickRSSInitial == 0 {
+	first := rep.YardstickRSSInitial == 0
+	if first {
 		rep.YardstickRSSInitial, _ = rssBytes(yard.Process.Pid)
 		rep.YardstickIdleCPU = idleCPU(yard.Process.Pid)
 		w.cfg.Logf("yardstick idle: %.4f CPU s per second", rep.YardstickIdleCPU)
 	}
+	opts := w.burstOptions()
+	profiled := make(chan struct{})
+	if first && w.cfg.ProfileDir != "" {
+		opts.during = func(context.Context, *burst) {
+			defer close(profiled)
+			w.serverProfile(ctx, "apiserver.cpu.yardstick-burst")
+		}
+	} else {
+		close(profiled)
+	}
 	if round.YardstickAPF, err = apfAcross(ctx, w.kube, w.cfg.Logf, func() (err error) {
-		round.Yardstick, err = runBurstWith(ctx, w.kube, w.kruise, run, w.cfg.BurstPods, yard.Process.Pid, w.cfg.Logf,
-			burstOptions{exitsPerSecond: w.cfg.ExitsPerSecond})
+		round.Yardstick, err = runBurstWith(ctx, w.kube, w.kruise, run, w.cfg.BurstPods, yard.Process.Pid, w.cfg.Logf, opts)
 		return err
 	}); err != nil {
 		return err
 	}
+	<-profiled
 	w.cfg.Logf("%s: the API server's Priority and Fairness queues during the burst: %s", run, formatAPFWaits(round.YardstickAPF))
 	round.Yardstick.Terminator = "yardstick"
 	keepTimeline(w.cfg, run+".yardstick.timeline.tsv", round.Yardstick)
 	_ = yard.Process.Kill()
 	_ = yard.Wait()
 	return w.clearRun(ctx, run)
+}
+
+// serverProfile takes kube-apiserver's CPU profile over the first burst of
+// each terminator, beside the controller's own, so that what the server
+// did more for one than for the other can be read (`go tool pprof -top
+// -diff_base=apiserver.cpu.yardstick-burst.pprof
+// apiserver.cpu.controller-burst.pprof`). The server cuts a request off at
+// 60 s (--request-timeout), so its profile is at most serverProfileMax.
+func (w *world) serverProfile(ctx context.Context, name string) {
+	seconds := min(w.cfg.profileSeconds(), serverProfileMax)
+	apiServerProfiler(w.cfg.ProfileDir, w.kube, w.cfg.Logf).take(ctx, fmt.Sprintf("profile?seconds=%d", seconds), name)
+}
+
+// serverProfileMax is the longest kube-apiserver profile, in seconds.
+const serverProfileMax = 50
+
+// burstOptions are what every terminator's burst in a run shares: the
+// exits' pace, and the control plane's processes whose CPU it counts.
+func (w *world) burstOptions() burstOptions {
+	servers := map[string]int{}
+	for _, p := range w.cp.Processes() {
+		if p.Name == cluster.KubeAPIServer || p.Name == cluster.Etcd {
+			servers[p.Name] = p.PID
+		}
+	}
+	return burstOptions{exitsPerSecond: w.cfg.ExitsPerSecond, servers: servers}
 }
 
 // clearRun deletes a burst's pods, every CRR and every event, so that each

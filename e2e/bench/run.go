@@ -141,6 +141,14 @@ type Round struct {
 // 20 to 40 s on 2 cores.
 const profileSeconds = 30
 
+// profileSeconds is Config.ProfileSeconds, or profileSeconds when unset.
+func (c Config) profileSeconds() int {
+	if c.ProfileSeconds > 0 {
+		return c.ProfileSeconds
+	}
+	return profileSeconds
+}
+
 // world is what a run's rounds share.
 type world struct {
 	cfg          Config
@@ -164,7 +172,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	defer os.RemoveAll(runDir)
 	audit := filepath.Join(runDir, "audit.log")
-	cp, err := cluster.StartControlPlane(ctx, cluster.Options{AuditLogPath: audit, Logf: logf})
+	cp, err := cluster.StartControlPlane(ctx, cluster.Options{AuditLogPath: audit, Logf: logf, Profiling: cfg.ProfileDir != ""})
 	if err != nil {
 		return nil, err
 	}

@@ -72,6 +72,9 @@ const (
 	Kubectl = "kubectl"
 )
 
+// Etcd is etcd's binary and process name (EtcdBinary builds it).
+const Etcd = "etcd"
+
 // AllKubernetesBinaries is every component the local cluster runs. A
 // build of any missing one builds all the missing ones in one `go build`,
 // so they share one module graph and one compilation of their common
@@ -177,7 +180,7 @@ func EtcdBinary(ctx context.Context) (string, error) {
 		return "", err
 	}
 	dir := filepath.Join(cache, "etcd-"+EtcdVersion)
-	paths, err := ensureBinaries(ctx, dir, []string{"etcd"}, func(tmp string, _ []string) error {
+	paths, err := ensureBinaries(ctx, dir, []string{Etcd}, func(tmp string, _ []string) error {
 		mod := filepath.Join(tmp, "wrapper")
 		if err := os.MkdirAll(mod, 0o755); err != nil {
 			return fmt.Errorf("create etcd wrapper: %w", err)
@@ -186,7 +189,7 @@ func EtcdBinary(ctx context.Context) (string, error) {
 		if err := os.WriteFile(filepath.Join(mod, "go.mod"), []byte(gomod), 0o644); err != nil {
 			return fmt.Errorf("write etcd wrapper go.mod: %w", err)
 		}
-		if err := goBuild(ctx, mod, filepath.Join(tmp, "etcd"), "-ldflags", "-s -w", "go.etcd.io/etcd/server/v3"); err != nil {
+		if err := goBuild(ctx, mod, filepath.Join(tmp, Etcd), "-ldflags", "-s -w", "go.etcd.io/etcd/server/v3"); err != nil {
 			return fmt.Errorf("build etcd %s: %w", EtcdVersion, err)
 		}
 		return nil
@@ -194,7 +197,7 @@ func EtcdBinary(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return paths["etcd"], nil
+	return paths[Etcd], nil
 }
 
 // moduleDir downloads mod@version into the module cache and returns its dir.

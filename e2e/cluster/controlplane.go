@@ -37,6 +37,10 @@ type Options struct {
 	BeforeControllers func(ctx context.Context, cp *ControlPlane) error
 	// Logf, if set, receives one line per step with its duration.
 	Logf func(format string, args ...any)
+	// Profiling serves kube-apiserver's /debug/pprof (to system:masters
+	// and whoever RBAC lets read it), for the bench's profiles of the
+	// server during a burst.
+	Profiling bool
 }
 
 // ControlPlane is a running etcd + kube-apiserver (+ optional
@@ -145,7 +149,7 @@ func (c *ControlPlane) startEtcd(ctx context.Context, bin string) (string, error
 	}
 	client := "http://127.0.0.1:" + itoa(ports[0])
 	peer := "http://127.0.0.1:" + itoa(ports[1])
-	p, err := c.start("etcd", bin, []string{
+	p, err := c.start(Etcd, bin, []string{
 		"--name=default",
 		"--data-dir=" + filepath.Join(c.RunDir, "etcd"),
 		"--listen-client-urls=" + client, "--advertise-client-urls=" + client,
@@ -228,7 +232,7 @@ func (c *ControlPlane) startAPIServer(ctx context.Context, bin, etcdURL string) 
 		"--service-account-signing-key-file=" + c.PKI.SAKeyFile(),
 		"--service-cluster-ip-range=10.0.0.0/24",
 		"--allow-privileged=true",
-		"--profiling=false",
+		"--profiling=" + strconv.FormatBool(c.opts.Profiling),
 	}
 	if c.opts.AuditLogPath != "" {
 		policy := filepath.Join(c.RunDir, "audit-policy.yaml")

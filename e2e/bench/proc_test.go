@@ -1,0 +1,30 @@
+package bench
+
+import (
+	"os"
+	"testing"
+	"time"
+)
+
+func TestTheControlPlanesCPUIsCountedFromTheBurstsStart(t *testing.T) {
+	// A PID above the kernel's pid_max (2^22 at most) is never a process.
+	pids := map[string]int{"self": os.Getpid(), "gone": 1<<22 + 1}
+	before := cpuOf(pids)
+	if _, ok := before["gone"]; ok || len(before) != 1 {
+		t.Fatalf("before = %v, want only self", before)
+	}
+	// Spin until the kernel has counted at least two ticks of CPU.
+	for start := time.Now(); time.Since(start) < 10*time.Second; {
+		if s, _ := cpuSeconds(os.Getpid()); s >= before["self"]+2.0/clockTicks {
+			break
+		}
+	}
+	since := cpuSince(pids, before)
+	if since["self"] < 2.0/clockTicks || len(since) != 1 {
+		t.Errorf("since = %v, want self's %.2f s or more and nothing else", since, 2.0/clockTicks)
+	}
+	// A count that went back is another process under the PID: left out.
+	if got := cpuSince(pids, map[string]float64{"self": 1e9}); len(got) != 0 {
+		t.Errorf("a count that went back gave %v, want nothing", got)
+	}
+}
