@@ -78,9 +78,26 @@ func (r *Report) Markdown() string {
 			strings.Join(r.ServerTimes, ", "), strings.Join(r.YardstickServerTimes, ", "))
 	}
 	for i, round := range r.Rounds {
-		if round.ControllerAPF != nil || round.YardstickAPF != nil {
+		c, y := round.ControllerServer, round.YardstickServer
+		if c.Queued != nil || y.Queued != nil {
 			fmt.Fprintf(&b, "- round %d, the API server's Priority and Fairness queues (by priority level; the controller is a service account, the yardstick and the bench system:masters): during the controller's burst %s; during the yardstick's %s\n",
-				i+1, formatAPFWaits(round.ControllerAPF), formatAPFWaits(round.YardstickAPF))
+				i+1, formatTimes(c.Queued, "queued"), formatTimes(y.Queued, "queued"))
+		}
+		if c.Executing != nil || y.Executing != nil {
+			fmt.Fprintf(&b, "- round %d, the API server's time from Priority and Fairness's queue to the answer (by priority level, every client): during the controller's burst %s; during the yardstick's %s\n",
+				i+1, formatTimes(c.Executing, "executing"), formatTimes(y.Executing, "executing"))
+		}
+		if c.Filters != nil || y.Filters != nil {
+			fmt.Fprintf(&b, "- round %d, the API server's handler filters' own time (by filter, every client): during the controller's burst %s; during the yardstick's %s\n",
+				i+1, formatTimes(c.Filters, "in the filter"), formatTimes(y.Filters, "in the filter"))
+		}
+		if c.Admission != nil || y.Admission != nil {
+			fmt.Fprintf(&b, "- round %d, the API server's admission plugins (by plugin, every client): during the controller's burst %s; during the yardstick's %s\n",
+				i+1, formatTimes(c.Admission, "admitting"), formatTimes(y.Admission, "admitting"))
+		}
+		if c.Etcd != nil || y.Etcd != nil {
+			fmt.Fprintf(&b, "- round %d, the API server's requests to etcd (by operation, every client): during the controller's burst %s; during the yardstick's %s\n",
+				i+1, formatTimes(c.Etcd, "at etcd"), formatTimes(y.Etcd, "at etcd"))
 		}
 	}
 	for i, round := range r.Rounds {

@@ -65,13 +65,13 @@ func (w *world) controllerRound(ctx context.Context, rep *Report, round *Round, 
 	if err != nil {
 		return err
 	}
-	if round.ControllerAPF, err = apfAcross(ctx, w.kube, logf, func() (err error) {
+	if round.ControllerServer, err = stagesAcross(ctx, w.kube, logf, func() (err error) {
 		round.Controller, err = runBurstWith(ctx, w.kube, w.kruise, run, w.cfg.BurstPods, ctl.Process.PID, logf, opts)
 		return err
 	}); err != nil {
 		return err
 	}
-	logf("%s: the API server's Priority and Fairness queues during the burst: %s", run, formatAPFWaits(round.ControllerAPF))
+	logServerStages(logf, run, round.ControllerServer)
 	<-profiled
 	round.ControllerMemory = memoryOf(ctx, ctl)
 	logf("%s: controller memory at the burst's end: %s", run, round.ControllerMemory)
@@ -128,14 +128,14 @@ func (w *world) yardstickRound(ctx context.Context, rep *Report, round *Round, r
 	} else {
 		close(profiled)
 	}
-	if round.YardstickAPF, err = apfAcross(ctx, w.kube, w.cfg.Logf, func() (err error) {
+	if round.YardstickServer, err = stagesAcross(ctx, w.kube, w.cfg.Logf, func() (err error) {
 		round.Yardstick, err = runBurstWith(ctx, w.kube, w.kruise, run, w.cfg.BurstPods, yard.Process.Pid, w.cfg.Logf, opts)
 		return err
 	}); err != nil {
 		return err
 	}
 	<-profiled
-	w.cfg.Logf("%s: the API server's Priority and Fairness queues during the burst: %s", run, formatAPFWaits(round.YardstickAPF))
+	logServerStages(w.cfg.Logf, run, round.YardstickServer)
 	round.Yardstick.Terminator = "yardstick"
 	keepTimeline(w.cfg, run+".yardstick.timeline.tsv", round.Yardstick)
 	_ = yard.Process.Kill()

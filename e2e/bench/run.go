@@ -131,10 +131,10 @@ type Round struct {
 	// event, and EventsSeconds when the last was seen, from the first exit.
 	Events        int     `json:"events"`
 	EventsSeconds float64 `json:"eventsSeconds"`
-	// ControllerAPF and YardstickAPF are the API server's Priority and
-	// Fairness queue waits during each one's burst, by priority level.
-	ControllerAPF []APFWait `json:"controllerAPFWaits,omitempty"`
-	YardstickAPF  []APFWait `json:"yardstickAPFWaits,omitempty"`
+	// ControllerServer and YardstickServer are where the API server's time
+	// went during each one's burst.
+	ControllerServer ServerStages `json:"controllerServer"`
+	YardstickServer  ServerStages `json:"yardstickServer"`
 }
 
 // profileSeconds is the CPU profile's length: the 5,000-pod burst takes
