@@ -53,8 +53,10 @@ type Config struct {
 	// client limits (QPS 30): at 20,000 pods its pod updates alone take
 	// over 5 minutes a burst, so the scale tier runs the raised column only.
 	KruiseRaisedOnly bool
-	// ProfileDir, when set, runs the controller with --profiling and keeps a
-	// CPU profile of the burst and heap profiles there.
+	// ProfileDir, when set, runs the controller and kube-apiserver with
+	// --profiling and keeps there the controller's CPU profile of the burst
+	// and its heap profiles, and kube-apiserver's CPU profile over each
+	// terminator's first burst (world.serverProfile).
 	ProfileDir string `json:"-"`
 	// LogDir, when set, keeps every controller's log there: of a chaos run
 	// (chaos-SCENARIO-N.log), to read why a check failed, and of each bench
