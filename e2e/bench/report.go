@@ -236,6 +236,16 @@ func medianResult(rs []BurstResult) BurstResult {
 
 // settings says how the terminators were run, and whether that is how the
 // controller ships.
+// firstInRoundOne names the terminator whose burst opens round 1 (Run's
+// order: the controller, the yardstick, then OpenKruise's settings).
+func (c Config) firstInRoundOne() string {
+	names := []string{"the controller", "the yardstick"}
+	for _, k := range c.kruiseSettings() {
+		names = append(names, k.Name())
+	}
+	return names[rotation(len(names), c.RotateBy)[0]]
+}
+
 func (c Config) settings() string {
 	limit := "no client-side rate limiter"
 	if c.QPS > 0 {
@@ -252,6 +262,9 @@ func (c Config) settings() string {
 		s += " (the controller's shipped defaults)"
 	} else {
 		s += " (NOT the controller's shipped defaults)"
+	}
+	if c.RotateBy != 0 {
+		s += fmt.Sprintf("; round 1 starts with %s (-rotate-by=%d)", c.firstInRoundOne(), c.RotateBy)
 	}
 	if c.ExitsPerSecond > 0 {
 		s += fmt.Sprintf("; the mains' exits paced at %g a second for every terminator", c.ExitsPerSecond)

@@ -189,6 +189,18 @@ func TestTheReportSaysHowTheExitsWereWritten(t *testing.T) {
 	}
 }
 
+func TestTheReportSaysWhichTerminatorOpenedTheFirstRound(t *testing.T) {
+	if s := (Config{Workers: 64, QPS: -1, RotateBy: 1}).settings(); !strings.Contains(s, "; round 1 starts with the yardstick (-rotate-by=1)") {
+		t.Errorf("rotated by one: %q", s)
+	}
+	if s := (Config{Workers: 64, QPS: -1, RotateBy: 2}).settings(); !strings.Contains(s, "; round 1 starts with the controller (-rotate-by=2)") {
+		t.Errorf("rotated by two, without OpenKruise: %q", s)
+	}
+	if s := (Config{Workers: 64, QPS: -1}).settings(); strings.Contains(s, "round 1 starts") {
+		t.Errorf("not rotated: %q", s)
+	}
+}
+
 func TestTheReportSaysWhenTheControllerRanAsSystemMasters(t *testing.T) {
 	s := (Config{Workers: 64, QPS: -1, ControllerAsMasters: true}).settings()
 	if !strings.Contains(s, "the controller authenticated as system:masters (a diagnostic) (NOT the controller's shipped defaults)") {
