@@ -19,9 +19,10 @@ func TestTheControlPlanesCPUIsCountedFromTheBurstsStart(t *testing.T) {
 			break
 		}
 	}
+	// Tick counts divided by 100 differ by a hair from 0.02 when subtracted.
 	since := cpuSince(pids, before)
-	if since["self"] < 2.0/clockTicks || len(since) != 1 {
-		t.Errorf("since = %v, want self's %.2f s or more and nothing else", since, 2.0/clockTicks)
+	if since["self"] < 1.5/clockTicks || len(since) != 1 {
+		t.Errorf("since = %v, want self's two ticks or more and nothing else", since)
 	}
 	// A count that went back is another process under the PID: left out.
 	if got := cpuSince(pids, map[string]float64{"self": 1e9}); len(got) != 0 {
