@@ -20,8 +20,10 @@ type StageTime struct {
 	MeanSeconds float64 `json:"meanSeconds"`
 }
 
-// ServerStages is where the API server's time went during one burst, over
-// every client's requests (the bench's own writes among them). The
+// ServerStages is where the API server's time went during one burst (from
+// the creation of its pods to their end, a wider span than the CPU's,
+// which starts at the first exit), over every client's requests (the
+// bench's own writes among them). The
 // controller runs as a service account (Priority and Fairness's
 // workload-low level, a bound token, RBAC); the yardstick and the bench's
 // own writes as system:masters (exempt, a client certificate): a gap at
