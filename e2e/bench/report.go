@@ -3,8 +3,10 @@ package bench
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -78,26 +80,12 @@ func (r *Report) Markdown() string {
 			strings.Join(r.ServerTimes, ", "), strings.Join(r.YardstickServerTimes, ", "))
 	}
 	for i, round := range r.Rounds {
-		c, y := round.ControllerServer, round.YardstickServer
-		if c.Queued != nil || y.Queued != nil {
-			fmt.Fprintf(&b, "- round %d, the API server's Priority and Fairness queues (by priority level; the controller is a service account, the yardstick and the bench system:masters): during the controller's burst %s; during the yardstick's %s\n",
-				i+1, formatTimes(c.Queued, "queued"), formatTimes(y.Queued, "queued"))
-		}
-		if c.Executing != nil || y.Executing != nil {
-			fmt.Fprintf(&b, "- round %d, the API server's time from Priority and Fairness's queue to the answer (by priority level, every client): during the controller's burst %s; during the yardstick's %s\n",
-				i+1, formatTimes(c.Executing, "executing"), formatTimes(y.Executing, "executing"))
-		}
-		if c.Filters != nil || y.Filters != nil {
-			fmt.Fprintf(&b, "- round %d, the API server's handler filters' own time (by filter, every client): during the controller's burst %s; during the yardstick's %s\n",
-				i+1, formatTimes(c.Filters, "in the filter"), formatTimes(y.Filters, "in the filter"))
-		}
-		if c.Admission != nil || y.Admission != nil {
-			fmt.Fprintf(&b, "- round %d, the API server's admission plugins that took 0.1 ms or more (by plugin, every client): during the controller's burst %s; during the yardstick's %s\n",
-				i+1, formatTimes(slowest(c.Admission, admissionShown), "admitting"), formatTimes(slowest(y.Admission, admissionShown), "admitting"))
-		}
-		if c.Etcd != nil || y.Etcd != nil {
-			fmt.Fprintf(&b, "- round %d, the API server's requests to etcd (by operation, every client): during the controller's burst %s; during the yardstick's %s\n",
-				i+1, formatTimes(c.Etcd, "at etcd"), formatTimes(y.Etcd, "at etcd"))
+		for _, h := range serverHistograms {
+			c, y := *h.field(&round.ControllerServer), *h.field(&round.YardstickServer)
+			if c != nil || y != nil {
+				fmt.Fprintf(&b, "- round %d, the API server's %s: during the controller's burst %s; during the yardstick's %s\n",
+					i+1, h.title, formatTimes(slowest(c, h.minMean), h.verb), formatTimes(slowest(y, h.minMean), h.verb))
+			}
 		}
 	}
 	for i, round := range r.Rounds {
@@ -159,13 +147,8 @@ func (r *Report) worstRound() (int, bool) {
 // serverCPU is what a burst cost the control plane, in CPU seconds per
 // 1,000 pods by process: "etcd 1.20, kube-apiserver 9.80".
 func serverCPU(x BurstResult) string {
-	names := make([]string, 0, len(x.ServerCPUSeconds))
-	for name := range x.ServerCPUSeconds {
-		names = append(names, name)
-	}
-	sort.Strings(names)
 	var parts []string
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(x.ServerCPUSeconds)) {
 		parts = append(parts, fmt.Sprintf("%s %.2f", name, x.ServerCPUSeconds[name]*1000/float64(max(x.Pods, 1))))
 	}
 	return strings.Join(parts, ", ")

@@ -37,23 +37,33 @@ type ServerStages struct {
 	// (authentication, audit, priorityandfairness, authorization).
 	Filters []StageTime `json:"filters,omitempty"`
 	// Admission is each admission plugin's time, by plugin (reports name
-	// those of 0.1 ms or more).
+	// those of 0.1 ms or more: serverHistograms).
 	Admission []StageTime `json:"admission,omitempty"`
 	// Etcd is the time of the server's requests to etcd, by operation.
 	Etcd []StageTime `json:"etcd,omitempty"`
 }
 
 // serverHistograms are the histograms ServerStages is read from, each
-// summed by one label.
+// summed by one label, with how the log (short) and the report (title)
+// name the stage, the verb for its time, and the shortest mean a line
+// names (most of the 30-odd admission plugins take microseconds).
 var serverHistograms = []struct {
 	metric, label string
 	field         func(*ServerStages) *[]StageTime
+	short, title  string
+	verb          string
+	minMean       float64
 }{
-	{"apiserver_flowcontrol_request_wait_duration_seconds", "priority_level", func(t *ServerStages) *[]StageTime { return &t.Queued }},
-	{"apiserver_flowcontrol_request_execution_seconds", "priority_level", func(t *ServerStages) *[]StageTime { return &t.Executing }},
-	{"apiserver_request_filter_duration_seconds", "filter", func(t *ServerStages) *[]StageTime { return &t.Filters }},
-	{"apiserver_admission_controller_admission_duration_seconds", "name", func(t *ServerStages) *[]StageTime { return &t.Admission }},
-	{"etcd_request_duration_seconds", "operation", func(t *ServerStages) *[]StageTime { return &t.Etcd }},
+	{"apiserver_flowcontrol_request_wait_duration_seconds", "priority_level", func(t *ServerStages) *[]StageTime { return &t.Queued },
+		"Priority and Fairness queues", "Priority and Fairness queues (by priority level; the controller is a service account, the yardstick and the bench system:masters)", "queued", 0},
+	{"apiserver_flowcontrol_request_execution_seconds", "priority_level", func(t *ServerStages) *[]StageTime { return &t.Executing },
+		"executing", "time from Priority and Fairness's queue to the answer (by priority level, every client)", "executing", 0},
+	{"apiserver_request_filter_duration_seconds", "filter", func(t *ServerStages) *[]StageTime { return &t.Filters },
+		"filters", "handler filters' own time (by filter, every client)", "in the filter", 0},
+	{"apiserver_admission_controller_admission_duration_seconds", "name", func(t *ServerStages) *[]StageTime { return &t.Admission },
+		"admission", "admission plugins that took 0.1 ms or more (by plugin, every client)", "admitting", 0.0001},
+	{"etcd_request_duration_seconds", "operation", func(t *ServerStages) *[]StageTime { return &t.Etcd },
+		"etcd", "requests to etcd (by operation, every client)", "at etcd", 0},
 }
 
 // histogramSums is metric → label value → {sum, count}.
@@ -121,8 +131,7 @@ func timesBetween(before, after map[string][2]float64) []StageTime {
 	return out
 }
 
-// slowest keeps the stages whose mean was minMean or more: of the API
-// server's 30-odd admission plugins, most take microseconds.
+// slowest keeps the stages whose mean was minMean or more.
 func slowest(ts []StageTime, minMean float64) []StageTime {
 	var out []StageTime
 	for _, t := range ts {
@@ -132,9 +141,6 @@ func slowest(ts []StageTime, minMean float64) []StageTime {
 	}
 	return out
 }
-
-// admissionShown is the shortest mean admission time a report names.
-const admissionShown = 0.0001
 
 // formatTimes writes one stage's times: "workload-low 60 requests, mean
 // 100.0 ms queued".
@@ -166,7 +172,9 @@ func stagesAcross(ctx context.Context, kube kubernetes.Interface, logf func(stri
 
 // logServerStages writes a burst's server times to the run's log.
 func logServerStages(logf func(string, ...any), run string, t ServerStages) {
-	logf("%s: the API server during the burst: Priority and Fairness queues %s; executing %s; filters %s; admission %s; etcd %s", run,
-		formatTimes(t.Queued, "queued"), formatTimes(t.Executing, "executing"), formatTimes(t.Filters, "in the filter"),
-		formatTimes(slowest(t.Admission, admissionShown), "admitting"), formatTimes(t.Etcd, "at etcd"))
+	var parts []string
+	for _, h := range serverHistograms {
+		parts = append(parts, h.short+" "+formatTimes(slowest(*h.field(&t), h.minMean), h.verb))
+	}
+	logf("%s: the API server during the burst: %s", run, strings.Join(parts, "; "))
 }
