@@ -3,6 +3,8 @@ package bench
 import (
 	"context"
 	"fmt"
+	"os"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -40,7 +42,7 @@ type BurstResult struct {
 	CPUSecondsPer1000   float64 `json:"cpuSecondsPer1000Pods"`
 	// CPUWithEventsPer1000 is the controller's CPU per 1000 pods until every
 	// pod's SidecarTerminating event was seen: its events wait while it is
-	// busy (up to 30 s), and a burst that ends sooner leaves their writing
+	// busy (up to five minutes, app.maxEventDefer), and a burst that ends sooner leaves their writing
 	// out of CPUSecondsPer1000. Zero for the other terminators.
 	CPUWithEventsPer1000 float64 `json:"cpuWithEventsPer1000Pods,omitempty"`
 	cpuStart             float64 // the process's CPU seconds at the first exit
@@ -48,7 +50,11 @@ type BurstResult struct {
 	// CPUSeconds, by process (kube-apiserver, etcd): what the burst cost
 	// the server, beside what it cost the terminator.
 	ServerCPUSeconds map[string]float64 `json:"serverCPUSeconds,omitempty"`
-	RSSBytesAfter    int64              `json:"rssBytesAfter"`
+	// Machine is what the whole machine spent over the same span: a
+	// terminator that costs the server no more CPU may still leave every
+	// process less of the machine's cores.
+	Machine       machineCPU `json:"machine"`
+	RSSBytesAfter int64      `json:"rssBytesAfter"`
 	// RSSBytesPeak is the process's highest RSS from its start (the
 	// terminator is started for its burst) to the burst's end.
 	RSSBytesPeak int64 `json:"rssBytesPeak"`
@@ -56,6 +62,14 @@ type BurstResult struct {
 	FirstExit time.Time `json:"firstExit"`
 	// timeline is the burst second by second, kept beside its log.
 	timeline []timelineSecond
+}
+
+// machineCPU is the machine's CPU over a burst's span.
+type machineCPU struct {
+	Seconds float64 `json:"seconds"`      // the span, wall time
+	Busy    float64 `json:"busySeconds"`  // every core's busy time together
+	Bench   float64 `json:"benchSeconds"` // the bench's own process: its writes, watches and finishers
+	Cores   int     `json:"cores"`
 }
 
 // burst creates pods running on the bench nodes, then ends every main
@@ -152,6 +166,8 @@ func runBurstWith(ctx context.Context, kube kubernetes.Interface, kruise kruisec
 	}
 	cpu0, _ := cpuSeconds(pid)
 	server0 := cpuOf(opts.servers)
+	busy0, _ := machineBusySeconds()
+	bench0, _ := cpuSeconds(os.Getpid())
 
 	start := time.Now()
 	b.start = start
@@ -193,6 +209,9 @@ func runBurstWith(ctx context.Context, kube kubernetes.Interface, kruise kruisec
 	}
 	cpu1, _ := cpuSeconds(pid)
 	res.ServerCPUSeconds = cpuSince(opts.servers, server0)
+	busy1, _ := machineBusySeconds()
+	bench1, _ := cpuSeconds(os.Getpid())
+	res.Machine = machineCPU{Seconds: time.Since(start).Seconds(), Busy: busy1 - busy0, Bench: bench1 - bench0, Cores: runtime.NumCPU()}
 	stopWatches()
 	b.mu.Lock()
 	b.closed = true
@@ -207,6 +226,9 @@ func runBurstWith(ctx context.Context, kube kubernetes.Interface, kruise kruisec
 	b.summarize(&res, start)
 	if len(res.ServerCPUSeconds) > 0 {
 		logf("%s: the control plane's CPU s / 1000 pods over the burst: %s", run, serverCPU(res))
+	}
+	if res.Machine.Seconds > 0 {
+		logf("%s: the machine's cores busy over the burst (on average, of %d): %s", run, res.Machine.Cores, machineShare(res))
 	}
 	return res, nil
 }

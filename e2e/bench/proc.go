@@ -54,6 +54,33 @@ func cpuSeconds(pid int) (float64, error) {
 	return (utime + stime) / clockTicks, nil
 }
 
+// machineBusySeconds is the time every core of the machine together has
+// spent busy since boot (neither idle nor waiting for I/O), from the first
+// line of /proc/stat: user, nice, system, idle, iowait, irq, softirq, steal
+// (guest time is counted in user already).
+func machineBusySeconds() (float64, error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, err
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0, fmt.Errorf("/proc/stat: no cpu line")
+	}
+	var busy float64
+	for i, v := range f[1:9] {
+		n, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/stat: %w", err)
+		}
+		if i != 3 && i != 4 { // idle, iowait
+			busy += n
+		}
+	}
+	return busy / clockTicks, nil
+}
+
 // cpuOf reads each process's CPU seconds, by name; one it cannot read is
 // left out.
 func cpuOf(pids map[string]int) map[string]float64 {

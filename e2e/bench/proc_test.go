@@ -29,3 +29,20 @@ func TestTheControlPlanesCPUIsCountedFromTheBurstsStart(t *testing.T) {
 		t.Errorf("a count that went back gave %v, want nothing", got)
 	}
 }
+
+func TestTheMachinesBusyTimeGrowsWhileACoreWorks(t *testing.T) {
+	before, err := machineBusySeconds()
+	if err != nil {
+		t.Fatal(err)
+	}
+	self, _ := cpuSeconds(os.Getpid())
+	for start := time.Now(); time.Since(start) < 10*time.Second; {
+		if s, _ := cpuSeconds(os.Getpid()); s >= self+5.0/clockTicks {
+			break
+		}
+	}
+	// This process alone spent five ticks: the machine at least as many.
+	if after, _ := machineBusySeconds(); after-before < 4.5/clockTicks {
+		t.Errorf("the machine's busy time grew %.2f s while this process spent 0.05 s", after-before)
+	}
+}

@@ -99,6 +99,19 @@ func (r *Report) Markdown() string {
 			fmt.Fprintf(&b, "- round %d, the control plane's CPU s / 1000 pods over each burst (the same span as the terminator's): during %s\n", i+1, strings.Join(costs, "; during "))
 		}
 	}
+	for i, round := range r.Rounds {
+		var spent []string
+		cores := 0
+		for _, x := range round.bursts() {
+			if x.Machine.Seconds > 0 {
+				cores = x.Machine.Cores
+				spent = append(spent, fmt.Sprintf("%s's %s", x.Terminator, machineShare(x)))
+			}
+		}
+		if len(spent) > 0 {
+			fmt.Fprintf(&b, "- round %d, the machine's cores busy over each burst (on average, of %d): during %s\n", i+1, cores, strings.Join(spent, "; during "))
+		}
+	}
 	for _, k := range r.Kruise {
 		fmt.Fprintf(&b, "- %s writes per terminated pod (audit log, events and leases aside, from its bursts' pods created until deleted): **%.2f** (%s)\n",
 			k.Terminator, k.WritesPerPod, strings.Join(k.WriteKinds, ", "))
@@ -152,6 +165,22 @@ func serverCPU(x BurstResult) string {
 		parts = append(parts, fmt.Sprintf("%s %.2f", name, x.ServerCPUSeconds[name]*1000/float64(max(x.Pods, 1))))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// machineShare is how many of the machine's cores a burst kept busy on
+// average, and whose they were: "1.85 (the terminator 0.18, etcd 0.21,
+// kube-apiserver 1.08, the bench 0.30, the rest 0.08)".
+func machineShare(x BurstResult) string {
+	m := x.Machine
+	per := func(s float64) string { return fmt.Sprintf("%.2f", s/m.Seconds) }
+	parts := []string{"the terminator " + per(x.CPUSeconds)}
+	rest := m.Busy - x.CPUSeconds - m.Bench
+	for _, name := range slices.Sorted(maps.Keys(x.ServerCPUSeconds)) {
+		parts = append(parts, name+" "+per(x.ServerCPUSeconds[name]))
+		rest -= x.ServerCPUSeconds[name]
+	}
+	parts = append(parts, "the bench "+per(m.Bench), "the rest "+per(max(rest, 0)))
+	return fmt.Sprintf("%s (%s)", per(m.Busy), strings.Join(parts, ", "))
 }
 
 // bursts are the round's bursts in table order.

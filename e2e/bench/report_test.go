@@ -180,6 +180,28 @@ func TestTheReportSaysWhatEachBurstCostTheControlPlane(t *testing.T) {
 	}
 }
 
+func TestTheReportSaysHowBusyTheMachineWasInEachBurst(t *testing.T) {
+	r := threeColumns()
+	c := &r.Rounds[0].Controller
+	c.CPUSeconds = 72
+	c.ServerCPUSeconds = map[string]float64{"kube-apiserver": 432, "etcd": 84}
+	c.Machine = machineCPU{Seconds: 400, Busy: 740, Bench: 120, Cores: 2}
+	y := &r.Rounds[0].Yardstick
+	y.CPUSeconds = 44
+	y.Machine = machineCPU{Seconds: 400, Busy: 600, Bench: 100, Cores: 2}
+	md := r.Markdown()
+	// The rest is what no named process spent: 740 - 72 - 432 - 84 - 120.
+	want := "- round 1, the machine's cores busy over each burst (on average, of 2): " +
+		"during sidecar-terminator's 1.85 (the terminator 0.18, etcd 0.21, kube-apiserver 1.08, the bench 0.30, the rest 0.08); " +
+		"during yardstick's 1.50 (the terminator 0.11, the bench 0.25, the rest 1.14)\n"
+	if !strings.Contains(md, want) {
+		t.Errorf("report lacks %q:\n%s", want, md)
+	}
+	if strings.Contains(md, "- round 2, the machine's cores") {
+		t.Errorf("a round without the machine's CPU read reports it:\n%s", md)
+	}
+}
+
 func TestTheReportSaysHowTheExitsWereWritten(t *testing.T) {
 	if s := (Config{Workers: 64, QPS: -1, ExitsPerSecond: 100}).settings(); !strings.Contains(s, "the mains' exits paced at 100 a second for every terminator") {
 		t.Errorf("paced: %q", s)
