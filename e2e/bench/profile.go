@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -81,8 +83,18 @@ func (p *profiler) take(ctx context.Context, query, name string) {
 	}
 }
 
+// fetchTimeout is how long a profile may take to arrive: a CPU profile's
+// own length, and five minutes more for a process answering under a burst
+// (a fixed five minutes lost every profile longer than that).
+func fetchTimeout(query string) time.Duration {
+	_, q, _ := strings.Cut(query, "?")
+	v, _ := url.ParseQuery(q)
+	seconds, _ := strconv.Atoi(v.Get("seconds"))
+	return time.Duration(seconds)*time.Second + 5*time.Minute
+}
+
 func (p *profiler) fetch(ctx context.Context, query, path string) error {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	ctx, cancel := context.WithTimeout(ctx, fetchTimeout(query))
 	defer cancel()
 	body, err := p.get(ctx, query)
 	if err != nil {
