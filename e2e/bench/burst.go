@@ -42,8 +42,9 @@ type BurstResult struct {
 	CPUSecondsPer1000   float64 `json:"cpuSecondsPer1000Pods"`
 	// CPUWithEventsPer1000 is the controller's CPU per 1000 pods until every
 	// pod's SidecarTerminating event was seen: its events wait while it is
-	// busy (up to five minutes, app.maxEventDefer), and a burst that ends sooner leaves their writing
-	// out of CPUSecondsPer1000. Zero for the other terminators.
+	// busy (up to five minutes, app.maxEventDefer), and a burst that ends
+	// sooner leaves their writing out of CPUSecondsPer1000. Zero for the
+	// other terminators.
 	CPUWithEventsPer1000 float64 `json:"cpuWithEventsPer1000Pods,omitempty"`
 	cpuStart             float64 // the process's CPU seconds at the first exit
 	// ServerCPUSeconds is the control plane's CPU over the same span as

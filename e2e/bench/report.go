@@ -89,27 +89,13 @@ func (r *Report) Markdown() string {
 		}
 	}
 	for i, round := range r.Rounds {
-		var costs []string
-		for _, x := range round.bursts() {
-			if len(x.ServerCPUSeconds) > 0 {
-				costs = append(costs, fmt.Sprintf("%s's %s", x.Terminator, serverCPU(x)))
-			}
-		}
-		if len(costs) > 0 {
-			fmt.Fprintf(&b, "- round %d, the control plane's CPU s / 1000 pods over each burst (the same span as the terminator's): during %s\n", i+1, strings.Join(costs, "; during "))
+		if s := eachBurst(round, func(x BurstResult) (string, bool) { return serverCPU(x), len(x.ServerCPUSeconds) > 0 }); s != "" {
+			fmt.Fprintf(&b, "- round %d, the control plane's CPU s / 1000 pods over each burst (the same span as the terminator's): %s\n", i+1, s)
 		}
 	}
 	for i, round := range r.Rounds {
-		var spent []string
-		cores := 0
-		for _, x := range round.bursts() {
-			if x.Machine.Seconds > 0 {
-				cores = x.Machine.Cores
-				spent = append(spent, fmt.Sprintf("%s's %s", x.Terminator, machineShare(x)))
-			}
-		}
-		if len(spent) > 0 {
-			fmt.Fprintf(&b, "- round %d, the machine's cores busy over each burst (on average, of %d): during %s\n", i+1, cores, strings.Join(spent, "; during "))
+		if s := eachBurst(round, func(x BurstResult) (string, bool) { return machineShare(x), x.Machine.Seconds > 0 }); s != "" {
+			fmt.Fprintf(&b, "- round %d, the machine's cores busy over each burst (on average, of %d): %s\n", i+1, round.Controller.Machine.Cores, s)
 		}
 	}
 	for _, k := range r.Kruise {
@@ -181,6 +167,18 @@ func machineShare(x BurstResult) string {
 	}
 	parts = append(parts, "the bench "+per(m.Bench), "the rest "+per(max(rest, 0)))
 	return fmt.Sprintf("%s (%s)", per(m.Busy), strings.Join(parts, ", "))
+}
+
+// eachBurst is what say gives for each of the round's bursts that has it,
+// "during A's …; during B's …", or "" when none has.
+func eachBurst(round Round, say func(BurstResult) (string, bool)) string {
+	var parts []string
+	for _, x := range round.bursts() {
+		if s, ok := say(x); ok {
+			parts = append(parts, fmt.Sprintf("during %s's %s", x.Terminator, s))
+		}
+	}
+	return strings.Join(parts, "; ")
 }
 
 // bursts are the round's bursts in table order.
