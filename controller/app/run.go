@@ -113,6 +113,7 @@ func Run(ctx context.Context, o *Options) error {
 	build := Build()
 	logger.Info("Starting sidecar-terminator", "version", build.Version, "revision", build.Revision, "goVersion", build.GoVersion)
 	setMemoryLimit(logger)
+	setMaxProcs(logger)
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(runtimeCollectors()...)
 	process := newProcessMetrics(registry, build)

@@ -3,7 +3,10 @@ package app
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
+
+	"k8s.io/klog/v2"
 )
 
 func TestContainerMemoryLimit(t *testing.T) {
@@ -33,5 +36,23 @@ func TestContainerMemoryLimit(t *testing.T) {
 		if got, _ := containerMemoryLimit(tc.env, tc.files); got != tc.want {
 			t.Errorf("%s: %d, want %d", name, got, tc.want)
 		}
+	}
+}
+
+func TestTheControllerRunsOnOneProcUnlessTheEnvironmentSaysOtherwise(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	runtime.GOMAXPROCS(4)
+	t.Setenv("GOMAXPROCS", "")
+	setMaxProcs(klog.Background())
+	if got := runtime.GOMAXPROCS(0); got != DefaultMaxProcs {
+		t.Errorf("GOMAXPROCS unset: %d procs, want %d", got, DefaultMaxProcs)
+	}
+	// The runtime reads $GOMAXPROCS at start; here it stands for a value
+	// the runtime applied then, which the controller must keep.
+	runtime.GOMAXPROCS(3)
+	t.Setenv("GOMAXPROCS", "3")
+	setMaxProcs(klog.Background())
+	if got := runtime.GOMAXPROCS(0); got != 3 {
+		t.Errorf("GOMAXPROCS=3: %d procs, want the environment's 3 kept", got)
 	}
 }

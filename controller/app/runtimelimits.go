@@ -2,12 +2,36 @@ package app
 
 import (
 	"os"
+	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
 
 	"k8s.io/klog/v2"
 )
+
+// setMaxProcs runs the controller's goroutines on one OS thread at a time
+// unless $GOMAXPROCS says otherwise (then the runtime has already applied
+// it). Go's own default is the node's cores, or the container's CPU limit
+// rounded up but never under 2 (runtime/cgroup_linux.go,
+// adjustCgroupGOMAXPROCS), while the controller uses about a fifth of a
+// core in a burst. With two or more Ps the runtime spins threads to hand
+// each woken goroutine to an idle P: over a whole 20,000-pod burst paced
+// at 50 exits a second that parking and waking was the largest single
+// piece of the controller's CPU profile (6.1 of 52.9 s sampled), and at
+// GOMAXPROCS=1 the burst cost 2.93 CPU s per 1,000 pods instead of 3.67
+// (e2e/bench, docs/measurements.md).
+func setMaxProcs(logger klog.Logger) {
+	if os.Getenv("GOMAXPROCS") != "" {
+		logger.Info("GOMAXPROCS from the environment", "procs", runtime.GOMAXPROCS(0))
+		return
+	}
+	previous := runtime.GOMAXPROCS(DefaultMaxProcs)
+	logger.Info("GOMAXPROCS set", "procs", DefaultMaxProcs, "runtimeDefault", previous)
+}
+
+// DefaultMaxProcs is GOMAXPROCS when the environment does not set it.
+const DefaultMaxProcs = 1
 
 // MemoryLimitEnv names the environment variable the chart fills from the
 // container's resources.limits.memory (downward API, in bytes).
