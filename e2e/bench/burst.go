@@ -88,6 +88,7 @@ type burst struct {
 
 	mu      sync.Mutex
 	deleted map[string]bool
+	owner   map[string]int // each pod's terminator, by ownerOf
 	exitAt  map[string]time.Time
 	actAt   map[string]time.Time
 	doneAt  map[string]time.Time
@@ -148,31 +149,58 @@ func exitDue(start time.Time, perSecond float64, i int) time.Time {
 }
 
 func runBurstWith(ctx context.Context, kube kubernetes.Interface, kruise kruiseclient.Interface, run string, n int, pid int, logf func(string, ...any), opts burstOptions) (BurstResult, error) {
+	res, err := runBurst(ctx, kube, kruise, run, n, []proc{{pid: pid}}, logf, opts)
+	if err != nil {
+		return BurstResult{Pods: n}, err
+	}
+	return res[0], nil
+}
+
+// ownerOf is which of k terminators sharing a burst takes its i-th pod:
+// pods go to them two at a time, so that each gets as many on the normal
+// node (CRR) as on the virtual ones (image swap), and their exits are
+// written interleaved.
+func ownerOf(i, k int) int {
+	return (i / 2) % max(k, 1)
+}
+
+// proc is a terminator's process: its name in the results, and its PID.
+type proc struct {
+	name string
+	pid  int
+}
+
+// runBurst is one burst of n pods shared by the terminators procs, the
+// i-th pod being the ownerOf(i)'s (opts.pod builds each so): one result
+// per terminator, over its own pods and its own process, and the same
+// span, control-plane CPU and machine time for all.
+func runBurst(ctx context.Context, kube kubernetes.Interface, kruise kruiseclient.Interface, run string, n int, procs []proc, logf func(string, ...any), opts burstOptions) ([]BurstResult, error) {
 	b := &burst{kube: kube, kruise: kruise, run: run, opts: opts, exitAt: map[string]time.Time{}, actAt: map[string]time.Time{},
 		doneAt: map[string]time.Time{}, deleted: map[string]bool{}, finish: make(chan string, n)}
-	res := BurstResult{Pods: n}
-	if err := b.create(ctx, n); err != nil {
-		return res, err
+	if err := b.create(ctx, n, len(procs)); err != nil {
+		return nil, err
 	}
 	logf("%s: %d pods running", run, n)
 	watchCtx, stopWatches := context.WithCancel(ctx)
 	defer stopWatches()
 	if err := b.watch(watchCtx); err != nil {
-		return res, err
+		return nil, err
 	}
 	finishers := sync.WaitGroup{}
 	for w := 0; w < finishWorkers; w++ {
 		finishers.Add(1)
 		go func() { defer finishers.Done(); b.finishPods(watchCtx) }()
 	}
-	cpu0, _ := cpuSeconds(pid)
+	cpu0 := make([]float64, len(procs))
+	for k, p := range procs {
+		cpu0[k], _ = cpuSeconds(p.pid)
+	}
 	server0 := cpuOf(opts.servers)
 	busy0, _ := machineBusySeconds()
 	bench0, _ := cpuSeconds(os.Getpid())
 
 	start := time.Now()
 	b.start = start
-	res.FirstExit = start
 	if opts.during != nil {
 		go opts.during(watchCtx, b)
 	}
@@ -186,10 +214,10 @@ func runBurstWith(ctx context.Context, kube kubernetes.Interface, kruise kruisec
 		}
 		return err
 	}); err != nil {
-		return res, fmt.Errorf("end the main containers: %w", err)
+		return nil, fmt.Errorf("end the main containers: %w", err)
 	}
-	res.ExitSpreadSeconds = time.Since(start).Seconds()
-	logf("%s: every main exited in %.1fs", run, res.ExitSpreadSeconds)
+	spread := time.Since(start).Seconds()
+	logf("%s: every main exited in %.1fs", run, spread)
 	if opts.afterExits != nil {
 		opts.afterExits()
 	}
@@ -208,30 +236,40 @@ func runBurstWith(ctx context.Context, kube kubernetes.Interface, kruise kruisec
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	cpu1, _ := cpuSeconds(pid)
-	res.ServerCPUSeconds = cpuSince(opts.servers, server0)
+	cpu1 := make([]float64, len(procs))
+	for k, p := range procs {
+		cpu1[k], _ = cpuSeconds(p.pid)
+	}
+	servers := cpuSince(opts.servers, server0)
 	busy1, _ := machineBusySeconds()
 	bench1, _ := cpuSeconds(os.Getpid())
-	res.Machine = machineCPU{Seconds: time.Since(start).Seconds(), Busy: busy1 - busy0, Bench: bench1 - bench0, Cores: runtime.NumCPU()}
+	machine := machineCPU{Seconds: time.Since(start).Seconds(), Busy: busy1 - busy0, Bench: bench1 - bench0, Cores: runtime.NumCPU()}
 	stopWatches()
 	b.mu.Lock()
 	b.closed = true
 	close(b.finish)
 	b.mu.Unlock()
 	finishers.Wait()
-	res.CPUSeconds = cpu1 - cpu0
-	res.cpuStart = cpu0
-	res.CPUSecondsPer1000 = res.CPUSeconds * 1000 / float64(n)
-	res.RSSBytesAfter, _ = rssBytes(pid)
-	res.RSSBytesPeak, _ = rssPeakBytes(pid)
-	b.summarize(&res, start)
-	if len(res.ServerCPUSeconds) > 0 {
-		logf("%s: the control plane's CPU s / 1000 pods over the burst: %s", run, serverCPU(res))
+	results := make([]BurstResult, len(procs))
+	for k, p := range procs {
+		res := &results[k]
+		res.Terminator, res.Pods = p.name, b.owned(k)
+		res.FirstExit, res.ExitSpreadSeconds = start, spread
+		res.ServerCPUSeconds, res.Machine = servers, machine
+		res.CPUSeconds = cpu1[k] - cpu0[k]
+		res.cpuStart = cpu0[k]
+		res.CPUSecondsPer1000 = res.CPUSeconds * 1000 / float64(max(res.Pods, 1))
+		res.RSSBytesAfter, _ = rssBytes(p.pid)
+		res.RSSBytesPeak, _ = rssPeakBytes(p.pid)
+		b.summarize(res, start, k)
 	}
-	if res.Machine.Seconds > 0 {
-		logf("%s: the machine's cores busy over the burst (on average, of %d): %s", run, res.Machine.Cores, machineShare(res))
+	if len(servers) > 0 {
+		logf("%s: the control plane's CPU s / 1000 pods over the burst: %s", run, serverCPU(results))
 	}
-	return res, nil
+	if machine.Seconds > 0 {
+		logf("%s: the machine's cores busy over the burst (on average, of %d): %s", run, machine.Cores, machineShare(results))
+	}
+	return results, nil
 }
 
 // finishWorkers play the nodes' kruise-daemons and virtual nodes: each ends
@@ -242,8 +280,12 @@ func runBurstWith(ctx context.Context, kube kubernetes.Interface, kruise kruisec
 // second attempt, as it would for a kruise-daemon that had not stopped it.
 const finishWorkers = 64
 
-func (b *burst) create(ctx context.Context, n int) error {
+func (b *burst) create(ctx context.Context, n, owners int) error {
 	b.pods = make([]*corev1.Pod, n)
+	if b.owner == nil {
+		b.owner = map[string]int{}
+	}
+	var mu sync.Mutex
 	build := b.opts.pod
 	if build == nil {
 		build = func(run string, i int) *corev1.Pod { return jobPod(run, i, i%2 == 1) }
@@ -258,8 +300,22 @@ func (b *burst) create(ctx context.Context, n int) error {
 			return fmt.Errorf("start pod %s: %w", p.Name, err)
 		}
 		b.pods[i] = p
+		mu.Lock()
+		b.owner[p.Name] = ownerOf(i, owners)
+		mu.Unlock()
 		return nil
 	})
+}
+
+// owned counts the k-th terminator's pods.
+func (b *burst) owned(k int) int {
+	n := 0
+	for _, o := range b.owner {
+		if o == k {
+			n++
+		}
+	}
+	return n
 }
 
 // watch records the first action on each pod: a CRR naming it, or its
@@ -349,12 +405,23 @@ func (b *burst) finishPods(ctx context.Context) {
 	}
 }
 
-func (b *burst) summarize(res *BurstResult, start time.Time) {
+// summarize fills res from the k-th terminator's pods.
+func (b *burst) summarize(res *BurstResult, start time.Time, k int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var lat []float64
 	var last time.Time
-	for name, exit := range b.exitAt {
+	mine := func(all map[string]time.Time) map[string]time.Time {
+		out := map[string]time.Time{}
+		for name, at := range all {
+			if b.owner[name] == k {
+				out[name] = at
+			}
+		}
+		return out
+	}
+	exitAt := mine(b.exitAt)
+	for name, exit := range exitAt {
 		if b.deleted[name] {
 			continue
 		}
@@ -373,7 +440,7 @@ func (b *burst) summarize(res *BurstResult, start time.Time) {
 	}
 	sort.Float64s(lat)
 	res.Latencies = lat
-	res.timeline = timeline(start, b.exitAt, b.actAt, b.doneAt)
+	res.timeline = timeline(start, exitAt, mine(b.actAt), mine(b.doneAt))
 	res.P50, res.P90, res.P99, res.Max = quantile(lat, 0.5), quantile(lat, 0.9), quantile(lat, 0.99), quantile(lat, 1)
 	if !last.IsZero() {
 		res.AllSucceededSeconds = last.Sub(start).Seconds()

@@ -250,7 +250,7 @@ func KruiseCRRName(podUID types.UID) string {
 // and its CRR are deleted again.
 func (w *world) kruiseProbe(ctx context.Context, run, logPath string) error {
 	b := &burst{kube: w.kube, run: run}
-	if err := b.create(ctx, 1); err != nil {
+	if err := b.create(ctx, 1, 1); err != nil {
 		return fmt.Errorf("kruise probe: %w", err)
 	}
 	pod := b.pods[0]

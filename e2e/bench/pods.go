@@ -24,7 +24,32 @@ const (
 	QuickExitImage    = "ghcr.io/sidecar-terminator/quick-exit:dev"
 	Namespace         = "default"
 	runLabel          = "bench-run"
+	// terminatorLabel names, in a side-by-side run, the terminator a burst
+	// pod is for.
+	terminatorLabel = "bench-terminator"
 )
+
+// The terminators' names, in the results and on terminatorLabel.
+const (
+	controllerTerminator = "sidecar-terminator"
+	yardstickTerminator  = "yardstick"
+)
+
+// sideBySidePod is the i-th pod of a burst the controller and the yardstick
+// share (Config.SideBySide): the controller's (ownerOf 0) marked as jobPod
+// marks it; the yardstick's with no mark, which the controller leaves
+// alone, and each labelled with its terminator, so that the yardstick
+// leaves the controller's alone.
+func sideBySidePod(run string, i int) *corev1.Pod {
+	p := jobPod(run, i, i%2 == 1)
+	if ownerOf(i, 2) == 0 {
+		p.Labels[terminatorLabel] = controllerTerminator
+		return p
+	}
+	p.Labels[terminatorLabel] = yardstickTerminator
+	p.Spec.Containers[1].Env = nil
+	return p
+}
 
 // jobPod is a Job-type pod with a main container and a marked sidecar,
 // running. Virtual-node pods carry the image mark, normal-node pods the CRR mark.

@@ -44,8 +44,12 @@ func WriteJSON(path string, v any) error {
 // Markdown renders the report's tables.
 func (r *Report) Markdown() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Run %s on %s: %d rounds of a burst of %d pods (half CRR, half image swap) for each terminator, rotating which goes first; %d background pods, %d idle Job pods; %s.\n\n",
-		r.Date, r.Machine, len(r.Rounds), r.Config.BurstPods, r.Config.BackgroundPods, r.Config.IdleJobPods, r.Config.settings())
+	bursts := fmt.Sprintf("a burst of %d pods (half CRR, half image swap) for each terminator, rotating which goes first", r.Config.BurstPods)
+	if r.Config.SideBySide {
+		bursts = fmt.Sprintf("one burst of %d pods the controller and the yardstick run through side by side, each acting on its own half (half CRR, half image swap), their exits interleaved", r.Config.BurstPods)
+	}
+	fmt.Fprintf(&b, "Run %s on %s: %d rounds of %s; %d background pods, %d idle Job pods; %s.\n\n",
+		r.Date, r.Machine, len(r.Rounds), bursts, r.Config.BackgroundPods, r.Config.IdleJobPods, r.Config.settings())
 	b.WriteString(r.summary())
 	fmt.Fprintf(&b, "\nEvery burst:\n\n| round | terminator | p50 | p90 | p99 | max | all Succeeded | mains' exits written in | not acted on | CPU s / 1000 pods | RSS after burst | peak RSS |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for i, round := range r.Rounds {
@@ -82,19 +86,21 @@ func (r *Report) Markdown() string {
 	for i, round := range r.Rounds {
 		for _, h := range serverHistograms {
 			c, y := *h.field(&round.ControllerServer), *h.field(&round.YardstickServer)
-			if c != nil || y != nil {
+			if r.Config.SideBySide && c != nil {
+				fmt.Fprintf(&b, "- round %d, the API server's %s: during the burst both shared %s\n", i+1, h.title, formatTimes(slowest(c, h.minMean), h.verb))
+			} else if c != nil || y != nil {
 				fmt.Fprintf(&b, "- round %d, the API server's %s: during the controller's burst %s; during the yardstick's %s\n",
 					i+1, h.title, formatTimes(slowest(c, h.minMean), h.verb), formatTimes(slowest(y, h.minMean), h.verb))
 			}
 		}
 	}
 	for i, round := range r.Rounds {
-		if s := eachBurst(round, func(x BurstResult) (string, bool) { return serverCPU(x), len(x.ServerCPUSeconds) > 0 }); s != "" {
+		if s := eachBurst(round, func(g []BurstResult) (string, bool) { return serverCPU(g), len(g[0].ServerCPUSeconds) > 0 }); s != "" {
 			fmt.Fprintf(&b, "- round %d, the control plane's CPU s / 1000 pods over each burst (the same span as the terminator's): %s\n", i+1, s)
 		}
 	}
 	for i, round := range r.Rounds {
-		if s := eachBurst(round, func(x BurstResult) (string, bool) { return machineShare(x), x.Machine.Seconds > 0 }); s != "" {
+		if s := eachBurst(round, func(g []BurstResult) (string, bool) { return machineShare(g), g[0].Machine.Seconds > 0 }); s != "" {
 			fmt.Fprintf(&b, "- round %d, the machine's cores busy over each burst (on average, of %d): %s\n", i+1, round.Controller.Machine.Cores, s)
 		}
 	}
@@ -143,40 +149,72 @@ func (r *Report) worstRound() (int, bool) {
 	return w, w >= 0
 }
 
-// serverCPU is what a burst cost the control plane, in CPU seconds per
-// 1,000 pods by process: "etcd 1.20, kube-apiserver 9.80".
-func serverCPU(x BurstResult) string {
+// serverCPU is the control plane's CPU per 1,000 of a burst's pods, by
+// process: "etcd 4.20, kube-apiserver 21.60". A shared burst (Config.
+// SideBySide) is counted over all its pods, each terminator's included.
+func serverCPU(group []BurstResult) string {
+	x, pods := group[0], 0
+	for _, g := range group {
+		pods += g.Pods
+	}
 	var parts []string
 	for _, name := range slices.Sorted(maps.Keys(x.ServerCPUSeconds)) {
-		parts = append(parts, fmt.Sprintf("%s %.2f", name, x.ServerCPUSeconds[name]*1000/float64(max(x.Pods, 1))))
+		parts = append(parts, fmt.Sprintf("%s %.2f", name, x.ServerCPUSeconds[name]*1000/float64(max(pods, 1))))
 	}
 	return strings.Join(parts, ", ")
 }
 
 // machineShare is how many of the machine's cores a burst kept busy on
 // average, and whose they were: "1.85 (the terminator 0.18, etcd 0.21,
-// kube-apiserver 1.08, the bench 0.30, the rest 0.08)".
-func machineShare(x BurstResult) string {
-	m := x.Machine
+// kube-apiserver 1.08, the bench 0.30, the rest 0.08)", or with a shared
+// burst's terminators each by name.
+func machineShare(group []BurstResult) string {
+	m := group[0].Machine
 	per := func(s float64) string { return fmt.Sprintf("%.2f", s/m.Seconds) }
-	parts := []string{"the terminator " + per(x.CPUSeconds)}
-	rest := m.Busy - x.CPUSeconds - m.Bench
-	for _, name := range slices.Sorted(maps.Keys(x.ServerCPUSeconds)) {
-		parts = append(parts, name+" "+per(x.ServerCPUSeconds[name]))
-		rest -= x.ServerCPUSeconds[name]
+	var parts []string
+	rest := m.Busy - m.Bench
+	for _, x := range group {
+		who := "the terminator"
+		if len(group) > 1 {
+			who = x.Terminator
+		}
+		parts = append(parts, who+" "+per(x.CPUSeconds))
+		rest -= x.CPUSeconds
+	}
+	servers := group[0].ServerCPUSeconds
+	for _, name := range slices.Sorted(maps.Keys(servers)) {
+		parts = append(parts, name+" "+per(servers[name]))
+		rest -= servers[name]
 	}
 	parts = append(parts, "the bench "+per(m.Bench), "the rest "+per(max(rest, 0)))
 	return fmt.Sprintf("%s (%s)", per(m.Busy), strings.Join(parts, ", "))
 }
 
 // eachBurst is what say gives for each of the round's bursts that has it,
-// "during A's …; during B's …", or "" when none has.
-func eachBurst(round Round, say func(BurstResult) (string, bool)) string {
+// "during A's …; during B's …", or "" when none has. The terminators of a
+// shared burst (Config.SideBySide: the same first exit) come as one group,
+// "during the burst A and B shared …".
+func eachBurst(round Round, say func(group []BurstResult) (string, bool)) string {
 	var parts []string
-	for _, x := range round.bursts() {
-		if s, ok := say(x); ok {
-			parts = append(parts, fmt.Sprintf("during %s's %s", x.Terminator, s))
+	bursts := round.bursts()
+	for i := 0; i < len(bursts); {
+		j := i + 1
+		for j < len(bursts) && !bursts[i].FirstExit.IsZero() && bursts[j].FirstExit.Equal(bursts[i].FirstExit) {
+			j++
 		}
+		group := bursts[i:j]
+		if s, ok := say(group); ok {
+			if len(group) == 1 {
+				parts = append(parts, fmt.Sprintf("during %s's %s", group[0].Terminator, s))
+			} else {
+				var names []string
+				for _, g := range group {
+					names = append(names, g.Terminator)
+				}
+				parts = append(parts, fmt.Sprintf("during the burst %s shared %s", strings.Join(names, " and "), s))
+			}
+		}
+		i = j
 	}
 	return strings.Join(parts, "; ")
 }

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sidecar-terminator/sidecar-terminator/controller/app"
 )
@@ -230,5 +231,32 @@ func TestTheReportSaysWhenTheControllerRanAsSystemMasters(t *testing.T) {
 	}
 	if s := (Config{Workers: 64, QPS: -1}).settings(); strings.Contains(s, "system:masters") || !strings.Contains(s, "(the controller's shipped defaults)") {
 		t.Errorf("as shipped: %q", s)
+	}
+}
+
+// A burst both terminators shared is said once: the machine's cores with
+// each terminator's share by name, and the control plane's CPU over all the
+// burst's pods.
+func TestTheReportSaysWhatASharedBurstCostOnce(t *testing.T) {
+	r := threeColumns()
+	r.Config.SideBySide = true
+	first := time.Unix(1000, 0)
+	servers := map[string]float64{"kube-apiserver": 432, "etcd": 84}
+	machine := machineCPU{Seconds: 400, Busy: 740, Bench: 120, Cores: 2}
+	c, y := &r.Rounds[0].Controller, &r.Rounds[0].Yardstick
+	c.FirstExit, c.CPUSeconds, c.ServerCPUSeconds, c.Machine, c.Pods = first, 72, servers, machine, 10000
+	y.FirstExit, y.CPUSeconds, y.ServerCPUSeconds, y.Machine, y.Pods = first, 44, servers, machine, 10000
+	md := r.Markdown()
+	// The rest is what no named process spent: 740 - 72 - 44 - 432 - 84 - 120.
+	for _, want := range []string{
+		"one burst of 10 pods the controller and the yardstick run through side by side",
+		"- round 1, the machine's cores busy over each burst (on average, of 2): " +
+			"during the burst sidecar-terminator and yardstick shared 1.85 (sidecar-terminator 0.18, yardstick 0.11, etcd 0.21, kube-apiserver 1.08, the bench 0.30, the rest 0.00)\n",
+		// 432 s over 20,000 pods: 21.60 a thousand.
+		"during the burst sidecar-terminator and yardstick shared etcd 4.20, kube-apiserver 21.60\n",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os/exec"
 	"sync"
 	"time"
 
@@ -14,10 +15,12 @@ import (
 	"github.com/sidecar-terminator/sidecar-terminator/e2e/cluster"
 )
 
-// controllerRound starts the controller, bursts it, and stops it. The first
-// time it also takes the memory after the initial list and, with a profile
-// directory, the profiles.
-func (w *world) controllerRound(ctx context.Context, rep *Report, round *Round, run string) error {
+// controllerRound starts the controller, bursts it, and stops it; with
+// withYardstick, the yardstick runs the same burst beside it on its own
+// half of the pods (Config.SideBySide). The first time it also takes the
+// memory after the initial list and, with a profile directory, the
+// profiles.
+func (w *world) controllerRound(ctx context.Context, rep *Report, round *Round, run string, withYardstick bool) error {
 	logf := w.cfg.Logf
 	// At the shipped defaults: the Deployment's memory limit too.
 	memLimit, err := shippedMemoryLimitEnv(w.cfg.Root)
@@ -45,7 +48,17 @@ func (w *world) controllerRound(ctx context.Context, rep *Report, round *Round, 
 			prof.take(ctx, "heap", "controller.heap.initial")
 		}
 	}
+	procs := []proc{{controllerTerminator, ctl.Process.PID}}
 	opts := w.burstOptions()
+	if withYardstick {
+		yard, err := w.yardstickUp(ctx, rep)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = yard.Process.Kill(); _ = yard.Wait() }()
+		procs = append(procs, proc{yardstickTerminator, yard.Process.Pid})
+		opts.pod = sideBySidePod
+	}
 	profiled := make(chan struct{})
 	if profiling {
 		// The profile covers the burst from the first main exit; the watches
@@ -65,13 +78,23 @@ func (w *world) controllerRound(ctx context.Context, rep *Report, round *Round, 
 	if err != nil {
 		return err
 	}
-	if round.ControllerServer, err = stagesAcross(ctx, w.kube, logf, func() (err error) {
-		round.Controller, err = runBurstWith(ctx, w.kube, w.kruise, run, w.cfg.BurstPods, ctl.Process.PID, logf, opts)
-		return err
+	if round.ControllerServer, err = stagesAcross(ctx, w.kube, logf, func() error {
+		results, err := runBurst(ctx, w.kube, w.kruise, run, w.cfg.BurstPods, procs, logf, opts)
+		if err != nil {
+			return err
+		}
+		round.Controller = results[0]
+		if withYardstick {
+			round.Yardstick = results[1]
+		}
+		return nil
 	}); err != nil {
 		return err
 	}
 	logServerStages(logf, run, round.ControllerServer)
+	if withYardstick {
+		keepTimeline(w.cfg, run+".yardstick.timeline.tsv", round.Yardstick)
+	}
 	<-profiled
 	round.ControllerMemory = memoryOf(ctx, ctl)
 	logf("%s: controller memory at the burst's end: %s", run, round.ControllerMemory)
@@ -79,13 +102,13 @@ func (w *world) controllerRound(ctx context.Context, rep *Report, round *Round, 
 	if err != nil {
 		return err
 	}
-	round.Controller.Terminator = "sidecar-terminator"
+	round.Controller.Terminator = controllerTerminator
 	keepTimeline(w.cfg, run+".controller.timeline.tsv", round.Controller)
 	round.Breakdown = breakdown(before, after)
 	logf("%s: controller during the burst: %s", run, round.Breakdown)
-	round.Events, round.EventsSeconds = waitForEvents(ctx, w.kube, run, w.cfg.BurstPods, round.Controller.FirstExit)
+	round.Events, round.EventsSeconds = waitForEvents(ctx, w.kube, run, round.Controller.Pods, round.Controller.FirstExit)
 	if cpu, err := cpuSeconds(ctl.Process.PID); err == nil {
-		round.Controller.CPUWithEventsPer1000 = (cpu - round.Controller.cpuStart) * 1000 / float64(w.cfg.BurstPods)
+		round.Controller.CPUWithEventsPer1000 = (cpu - round.Controller.cpuStart) * 1000 / float64(round.Controller.Pods)
 	}
 	logf("%s: %d SidecarTerminating events, the last seen %.1fs after the first main exit; CPU s / 1000 pods %.2f, %.2f with the events written",
 		run, round.Events, round.EventsSeconds, round.Controller.CPUSecondsPer1000, round.Controller.CPUWithEventsPer1000)
@@ -102,22 +125,12 @@ func (w *world) controllerRound(ctx context.Context, rep *Report, round *Round, 
 
 // yardstickRound starts the yardstick, bursts it, and stops it.
 func (w *world) yardstickRound(ctx context.Context, rep *Report, round *Round, run string) error {
-	kubeconfig, err := w.cp.UserKubeconfig("yardstick", YardstickUser, []string{"system:masters"})
-	if err != nil {
-		return err
-	}
-	yard, err := startYardstick(ctx, kubeconfig, w.runDir, w.cfg)
+	first := rep.YardstickRSSInitial == 0
+	yard, err := w.yardstickUp(ctx, rep)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = yard.Process.Kill(); _ = yard.Wait() }()
-	time.Sleep(5 * time.Second)
-	first := rep.YardstickRSSInitial == 0
-	if first {
-		rep.YardstickRSSInitial, _ = rssBytes(yard.Process.Pid)
-		rep.YardstickIdleCPU = idleCPU(yard.Process.Pid)
-		w.cfg.Logf("yardstick idle: %.4f CPU s per second", rep.YardstickIdleCPU)
-	}
 	opts := w.burstOptions()
 	profiled := make(chan struct{})
 	if first && w.cfg.ProfileDir != "" {
@@ -136,11 +149,31 @@ func (w *world) yardstickRound(ctx context.Context, rep *Report, round *Round, r
 	}
 	<-profiled
 	logServerStages(w.cfg.Logf, run, round.YardstickServer)
-	round.Yardstick.Terminator = "yardstick"
+	round.Yardstick.Terminator = yardstickTerminator
 	keepTimeline(w.cfg, run+".yardstick.timeline.tsv", round.Yardstick)
 	_ = yard.Process.Kill()
 	_ = yard.Wait()
 	return w.clearRun(ctx, run)
+}
+
+// yardstickUp starts the yardstick and lets its initial list settle; the
+// first time, it also takes its memory and idle CPU.
+func (w *world) yardstickUp(ctx context.Context, rep *Report) (*exec.Cmd, error) {
+	kubeconfig, err := w.cp.UserKubeconfig("yardstick", YardstickUser, []string{"system:masters"})
+	if err != nil {
+		return nil, err
+	}
+	yard, err := startYardstick(ctx, kubeconfig, w.runDir, w.cfg)
+	if err != nil {
+		return nil, err
+	}
+	time.Sleep(5 * time.Second)
+	if rep.YardstickRSSInitial == 0 {
+		rep.YardstickRSSInitial, _ = rssBytes(yard.Process.Pid)
+		rep.YardstickIdleCPU = idleCPU(yard.Process.Pid)
+		w.cfg.Logf("yardstick idle: %.4f CPU s per second", rep.YardstickIdleCPU)
+	}
+	return yard, nil
 }
 
 // serverProfile takes kube-apiserver's CPU profile over the first burst of

@@ -62,7 +62,7 @@ func prepare(ctx context.Context, cp *cluster.ControlPlane, kube kubernetes.Inte
 	}
 	cfg.Logf("%d background pods created in %s", cfg.BackgroundPods, time.Since(start).Round(time.Second))
 	b := &burst{kube: kube, run: "idle"}
-	return b.create(ctx, cfg.IdleJobPods)
+	return b.create(ctx, cfg.IdleJobPods, 1)
 }
 
 // benchNodes are the bench's Node objects and their labels: one normal

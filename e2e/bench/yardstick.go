@@ -49,11 +49,7 @@ func RunYardstick(ctx context.Context, kubeconfig string, workers int, qps float
 	work := make(chan *corev1.Pod, 1<<16)
 	check := func(obj any) {
 		pod, ok := obj.(*corev1.Pod)
-		if !ok || len(pod.Status.ContainerStatuses) < 2 || pod.Labels[runLabel] == "" {
-			return
-		}
-		main, side := pod.Status.ContainerStatuses[0], pod.Status.ContainerStatuses[1]
-		if main.State.Terminated == nil || side.State.Running == nil {
+		if !ok || !yardstickTakes(pod) {
 			return
 		}
 		if _, dup := acted.LoadOrStore(pod.UID, true); !dup {
@@ -119,6 +115,20 @@ func (t *writeTimes) logEvery(ctx context.Context, period time.Duration) {
 			fmt.Fprintf(os.Stderr, "yardstick: %d writes in %v, mean %d ms at the client\n", count, period, (total / time.Duration(count)).Milliseconds())
 		}
 	}
+}
+
+// yardstickTakes says whether the yardstick acts on pod: a bench pod, not
+// labelled for another terminator, whose main has ended while its sidecar
+// runs.
+func yardstickTakes(pod *corev1.Pod) bool {
+	if len(pod.Status.ContainerStatuses) < 2 || pod.Labels[runLabel] == "" {
+		return false
+	}
+	if t := pod.Labels[terminatorLabel]; t != "" && t != yardstickTerminator {
+		return false
+	}
+	main, side := pod.Status.ContainerStatuses[0], pod.Status.ContainerStatuses[1]
+	return main.State.Terminated != nil && side.State.Running != nil
 }
 
 func yardstickAct(ctx context.Context, kube kubernetes.Interface, kruise kruiseclient.Interface, pod *corev1.Pod) error {

@@ -45,6 +45,7 @@ func main() {
 	fs.IntVar(&cfg.KruiseQPS, "kruise-qps", 1000, "kruise-manager's raised client QPS for its second column; 0 runs it as shipped only")
 	fs.IntVar(&cfg.KruiseBurst, "kruise-burst", 2000, "kruise-manager's raised client burst (at least -kruise-qps)")
 	fs.BoolVar(&cfg.KruiseRaisedOnly, "kruise-raised-only", false, "leave out kruise-manager's column at its shipped client QPS (the scale tier: at QPS 30 a 20,000-pod burst takes minutes)")
+	fs.BoolVar(&cfg.SideBySide, "side-by-side", false, "run the controller and the yardstick through each round's one burst at once, each acting on its own half of the pods, instead of one burst each")
 	fs.IntVar(&cfg.RotateBy, "rotate-by", 0, "move the rotation of which terminator goes first on by this many places (1: the yardstick first in round 1)")
 	fs.StringVar(&cfg.ProfileDir, "profile-dir", "", "run the controller and kube-apiserver with --profiling and keep their profiles here (the controller's CPU and heap; kube-apiserver's CPU over each terminator's first burst, at most 50 s)")
 	fs.StringVar(&cfg.LogDir, "log-dir", "", "keep the controllers' logs here (chaos runs, and each burst of the bench, with each burst's timeline: exits, actions and finished pods a second)")
