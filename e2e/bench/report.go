@@ -108,7 +108,11 @@ func (r *Report) Markdown() string {
 		fmt.Fprintf(&b, "- %s writes per terminated pod (audit log, events and leases aside, from its bursts' pods created until deleted): **%.2f** (%s)\n",
 			k.Terminator, k.WritesPerPod, strings.Join(k.WriteKinds, ", "))
 	}
-	fmt.Fprintf(&b, "- SidecarTerminating events, of %d pods per burst: %s\n", r.Config.BurstPods, strings.Join(events, ", "))
+	pods := r.Config.BurstPods
+	if len(r.Rounds) > 0 && r.Rounds[0].Controller.Pods > 0 {
+		pods = r.Rounds[0].Controller.Pods // its half of a shared burst
+	}
+	fmt.Fprintf(&b, "- SidecarTerminating events, of the controller's %d pods per burst: %s\n", pods, strings.Join(events, ", "))
 	fmt.Fprintf(&b, "- controller memory with the background pods, after the initial list: RSS **%s**, Go heap %s; after its last burst: heap %s\n",
 		mib(r.ControllerRSSInitial), mib(r.ControllerHeapInitial), mib(r.ControllerHeapAfter))
 	var withEvents []string
