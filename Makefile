@@ -88,7 +88,10 @@ bench: ## Burst latency, writes per pod, memory and CPU vs the yardstick and Ope
 # pods took 6.5 minutes to create, and the controller's burst (create, exits,
 # its work, the profile) 8 minutes. Both targets take -exits-per-second=N in
 # their flags: the mains' exits then come at that pace for every terminator,
-# instead of as fast as the API server takes them.
+# instead of as fast as the API server takes them. -side-by-side runs the
+# controller and the yardstick through one burst a round, each on its own
+# half of the pods, so that both meet the same stalls of the server
+# (OpenKruise keeps a burst of its own).
 BENCH_SCALE_OUT ?= e2e/bench/results/scale
 BENCH_SCALE_FLAGS ?= -rounds=3
 bench-scale: ## The bench's scale tier: 20,000-pod bursts over 150,000 pods (writes e2e/bench/results/scale/ and docs/bench-latency.svg's scale panel).
