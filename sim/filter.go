@@ -35,6 +35,10 @@ func (c *controller) dropPodUpdate(key cache.ObjectName, held, stored *corev1.Po
 		// Ignored either way: the sync forgets the pod and does nothing
 		// else; the reason's words and explain's CRR lines may differ.
 		before, after = decision.Plan{Verdict: before.Verdict}, decision.Plan{Verdict: after.Verdict}
+	} else if before.DoesNothing() && after.DoesNothing() {
+		// Unmarked on both sides (decision.Considered), or unmarked on one
+		// and ignored on the other: nothing to write or warn of either way.
+		before, after = decision.Plan{}, decision.Plan{}
 	}
 	if diff := cmp.Diff(before, after); err1 != nil || err2 != nil || diff != "" {
 		msg := fmt.Sprintf("pod update rv %s -> %s dropped before the queue, but the decision differs (-old +new):\n%s%v%v",
@@ -82,8 +86,8 @@ func (c *controller) mustWriteNothing(pod *corev1.Pod, what string) {
 // dropCRREvent is the same filter on a CRR event, as kube.Controller's CRR
 // handlers apply it: an update that changes nothing the decision reads of a
 // CRR (crrFacts, so the decision on both sides is the same by construction),
-// or any event while the cache's pod is one the decision ignores outright,
-// which is checked: its plan must be VerdictIgnored.
+// or any event while the cache's pod is one the decision does not consider
+// (decision.Considered), which is checked: its plan must do nothing.
 func (c *controller) dropCRREvent(podKey cache.ObjectName, held, stored *kruisev1alpha1.ContainerRecreateRequest, deleted bool) bool {
 	if c.s.opts.NoUpdateFilter {
 		return false
@@ -109,7 +113,7 @@ func (c *controller) dropCRREvent(podKey cache.ObjectName, held, stored *kruisev
 }
 
 // dropPodAdd is the filter on a pod the informer adds: one the decision
-// ignores outright is not queued (checked: its plan is VerdictIgnored).
+// does not consider is not queued (checked: its plan does nothing).
 func (c *controller) dropPodAdd(pod *corev1.Pod) bool {
 	if c.s.opts.NoUpdateFilter || pod == nil || reconciler.PodAddMatters(pod) {
 		return false
@@ -120,8 +124,10 @@ func (c *controller) dropPodAdd(pod *corev1.Pod) bool {
 }
 
 func (c *controller) mustBeIgnored(pod *corev1.Pod, what string) {
-	if plan, err := c.rec.Plan(pod, c.s.now()); err != nil || plan.Verdict != decision.VerdictIgnored {
-		c.s.check.runaway("%s/%s: %s dropped for a pod the filter takes as ignored, but its plan is %s (%v)",
-			pod.Namespace, pod.Name, what, plan.Verdict, err)
+	// Ignored (its Warning, if any, raised by the update that finished it),
+	// or unmarked with nothing to write or warn of.
+	if plan, err := c.rec.Plan(pod, c.s.now()); err != nil || (plan.Verdict != decision.VerdictIgnored && !plan.DoesNothing()) {
+		c.s.check.runaway("%s/%s: %s dropped for a pod the filter takes as not considered, but its plan is %s with %d actions and %d problems (%v)",
+			pod.Namespace, pod.Name, what, plan.Verdict, len(plan.Actions), len(plan.Problems), err)
 	}
 }

@@ -162,3 +162,12 @@ type Plan struct {
 	// step, and decides once more before it writes anything.
 	Confirm Confirm
 }
+
+// DoesNothing reports whether the plan leaves the pod and the cluster as
+// they are: the pod ignored or unmarked (VerdictIgnored, VerdictNoSidecars),
+// with no action and no problem to warn of. What it may ask to confirm is
+// read only. The decision on a pod it does not consider (Considered) is
+// such a plan, whatever the rest of the input.
+func (p Plan) DoesNothing() bool {
+	return (p.Verdict == VerdictIgnored || p.Verdict == VerdictNoSidecars) && len(p.Actions) == 0 && len(p.Problems) == 0
+}

@@ -26,11 +26,11 @@ type cachedPod struct {
 	// The name, namespace, UID and resourceVersion: what the informer reads.
 	objectKeys
 	pod []byte
-	// eligible is decision.Eligible of the pod, found once by CachePod: the
-	// handlers' filters start with it (reconciler.PodAddMatters,
-	// PodUpdateMatters, CRREventMatters), and most events of a burst are
-	// answered by it alone, with no decoding.
-	eligible bool
+	// considered is decision.Considered of the pod, found once by
+	// CachePod: the handlers' filters start with it
+	// (reconciler.PodAddMatters, PodUpdateMatters, CRREventMatters), and
+	// most events of a burst are answered by it alone, with no decoding.
+	considered bool
 }
 
 // The informer keys and compares resourceVersions through meta.Accessor,
@@ -45,7 +45,7 @@ var (
 func (c *cachedPod) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
 
 func (c *cachedPod) DeepCopyObject() runtime.Object {
-	return &cachedPod{objectKeys: c.objectKeys, pod: append([]byte(nil), c.pod...), eligible: c.eligible}
+	return &cachedPod{objectKeys: c.objectKeys, pod: append([]byte(nil), c.pod...), considered: c.considered}
 }
 
 // CachePod is the pod informer's transform: TrimPod, then encoded
@@ -66,7 +66,7 @@ func CachePod(obj any) (any, error) {
 	return &cachedPod{
 		objectKeys: keysOf(pod),
 		pod:        data,
-		eligible:   decision.Eligible(pod),
+		considered: decision.Considered(pod),
 	}, nil
 }
 

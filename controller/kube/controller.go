@@ -106,12 +106,12 @@ func (c *Controller) podUpdateMatters(old, obj any) bool {
 
 // podUpdateMatters and podAddMatters read the pods as the cache holds
 // them (CachePod); anything else is queued. Both answer first from what
-// the cache knows of each version without decoding it (its eligibility),
+// the cache knows of each version without decoding it (decision.Considered),
 // as reconciler.PodUpdateMatters and PodAddMatters would
 // (TestTheCachesFiltersAnswerAsTheReconcilers). An update is then put to
 // the echo filter, if there is one, or to the reconciler's filter.
 func podUpdateMatters(old, obj any, echoes EchoFilter) bool {
-	if neitherEligible(old, obj) {
+	if neitherConsidered(old, obj) {
 		return false
 	}
 	o, ok1 := CachedPod(old)
@@ -126,12 +126,12 @@ func podUpdateMatters(old, obj any, echoes EchoFilter) bool {
 	}
 }
 
-// neitherEligible is reconciler.PodUpdateMatters's first rule: two
-// versions of one pod, neither of which the decision looks at.
-func neitherEligible(old, obj any) bool {
+// neitherConsidered is reconciler.PodUpdateMatters's first rule: two
+// versions of one pod, neither of which the decision considers.
+func neitherConsidered(old, obj any) bool {
 	o, ok1 := cachedOf(old)
 	n, ok2 := cachedOf(obj)
-	return ok1 && ok2 && o.uid == n.uid && !o.eligible && !n.eligible
+	return ok1 && ok2 && o.uid == n.uid && !o.considered && !n.considered
 }
 
 func (c *Controller) crrAddMatters(obj any) bool {
@@ -145,7 +145,7 @@ func (c *Controller) crrAddMatters(obj any) bool {
 
 func podAddMatters(obj any) bool {
 	c, ok := cachedOf(obj)
-	return !ok || c.eligible
+	return !ok || c.considered
 }
 
 func crrUpdateMatters(old, obj any) bool {
@@ -164,8 +164,8 @@ func (c *Controller) enqueueCRRPod(obj any) bool {
 	}
 	key := cache.ObjectName{Namespace: crr.namespace, Name: crr.podName}
 	// reconciler.CRREventMatters, from what the cache knows of the pod
-	// without decoding it: held, and eligible.
-	if held, ok := c.caches.cached(key); !ok || !held.eligible {
+	// without decoding it: held, and considered.
+	if held, ok := c.caches.cached(key); !ok || !held.considered {
 		return false
 	}
 	c.queue.Add(key)

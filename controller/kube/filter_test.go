@@ -65,7 +65,7 @@ func TestPodHandlersDropWhatChangesNoDecision(t *testing.T) {
 }
 
 // The handlers answer from what the cache knows of a pod without decoding
-// it (its eligibility) where they can: for every pair of versions, the
+// it (decision.Considered) where they can: for every pair of versions, the
 // answer is the reconciler's filter's on the pods as a cache read returns them.
 func TestTheCachesFiltersAnswerAsTheReconcilers(t *testing.T) {
 	versions := []*corev1.Pod{}
@@ -84,8 +84,15 @@ func TestTheCachesFiltersAnswerAsTheReconcilers(t *testing.T) {
 	replaced.UID = "another"
 	failed := replaced.DeepCopy()
 	failed.Status.Phase = corev1.PodFailed
-	versions = append(versions, created, running, done, deleting, replaced, failed)
-	eligible := 0
+	// Unmarked, then marked by the annotation, then unmarked again.
+	unmarked := jobPod("p").Build()
+	unmarked.UID = created.UID
+	annotated := unmarked.DeepCopy()
+	annotated.Annotations = map[string]string{decision.AnnotationSidecars: "log"}
+	unmarkedDone := unmarked.DeepCopy()
+	unmarkedDone.Status.Phase = corev1.PodSucceeded
+	versions = append(versions, created, running, done, deleting, replaced, failed, unmarked, annotated, unmarkedDone)
+	considered := 0
 	for i, a := range versions {
 		ca, err := CachePod(a.DeepCopy())
 		if err != nil {
@@ -95,11 +102,11 @@ func TestTheCachesFiltersAnswerAsTheReconcilers(t *testing.T) {
 		if got, want := podAddMatters(ca), reconciler.PodAddMatters(ra); got != want {
 			t.Errorf("version %d (%s): add matters %v, the reconciler's filter says %v", i, a.Name, got, want)
 		}
-		if got, want := ca.(*cachedPod).eligible, reconciler.CRREventMatters(ra); got != want {
+		if got, want := ca.(*cachedPod).considered, reconciler.CRREventMatters(ra); got != want {
 			t.Errorf("version %d (%s): a CRR event matters %v, the reconciler's filter says %v", i, a.Name, got, want)
 		}
-		if ca.(*cachedPod).eligible {
-			eligible++
+		if ca.(*cachedPod).considered {
+			considered++
 		}
 		for j, b := range versions {
 			cb, _ := CachePod(b.DeepCopy())
@@ -109,7 +116,33 @@ func TestTheCachesFiltersAnswerAsTheReconcilers(t *testing.T) {
 			}
 		}
 	}
-	if eligible == 0 || eligible == len(versions) {
-		t.Fatalf("%d of %d versions eligible: the cases test nothing", eligible, len(versions))
+	if considered == 0 || considered == len(versions) {
+		t.Fatalf("%d of %d versions considered: the cases test nothing", considered, len(versions))
+	}
+}
+
+// A Job pod with no sidecar marked is never queued for its own events: its
+// decision is NoSidecars whatever its status. The update that marks it is.
+func TestAnUnmarkedJobPodIsNotQueuedUntilItIsMarked(t *testing.T) {
+	running := jobPod("plain").Build()
+	done := running.DeepCopy()
+	done.Status.Phase = corev1.PodSucceeded
+	marked := running.DeepCopy()
+	marked.Annotations = map[string]string{decision.AnnotationSidecars: "log"}
+	cache := func(p *corev1.Pod) any {
+		c, err := CachePod(p.DeepCopy())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	if podAddMatters(cache(running)) {
+		t.Error("the add of an unmarked Job pod was queued")
+	}
+	if podUpdateMatters(cache(running), cache(done), nil) {
+		t.Error("the end of an unmarked Job pod was queued")
+	}
+	if !podUpdateMatters(cache(running), cache(marked), nil) {
+		t.Error("the update that marks a sidecar by annotation was dropped")
 	}
 }

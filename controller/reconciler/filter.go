@@ -42,15 +42,17 @@ var decisionConditions = map[corev1.PodConditionType]bool{
 // decision starts reading later is never filtered by mistake; the informer's
 // trim (kube.TrimPod) has already removed what nothing reads.
 //
-// Nor does an update between two versions the decision ignores outright
-// (decision.Eligible: finished, being deleted, not yet started): Decide
-// answers VerdictIgnored from the pod alone, and the sync that saw the pod
-// become so has already forgotten it.
+// Nor does an update between two versions the decision does not consider
+// (decision.Considered): finished, being deleted or not yet started, which
+// Decide answers VerdictIgnored from the pod alone (the sync that saw the
+// pod become so has already forgotten it), or with no sidecar marked and no
+// problem in the marks, which it answers VerdictNoSidecars and does
+// nothing.
 func PodUpdateMatters(old, new *corev1.Pod) bool {
 	if old == nil || new == nil {
 		return true
 	}
-	if old.UID == new.UID && !decision.Eligible(old) && !decision.Eligible(new) {
+	if old.UID == new.UID && !decision.Considered(old) && !decision.Considered(new) {
 		return false
 	}
 	if podsDiffer(old, new) {
@@ -127,7 +129,7 @@ func podsDiffer(a, b *corev1.Pod) bool {
 // every finished pod is at a controller's start. Its first update that
 // makes it eligible queues it.
 func PodAddMatters(pod *corev1.Pod) bool {
-	return pod == nil || decision.Eligible(pod)
+	return pod == nil || decision.Considered(pod)
 }
 
 // CRREventMatters reports whether a CRR event can change what a sync of its
@@ -136,7 +138,7 @@ func PodAddMatters(pod *corev1.Pod) bool {
 // when the pod is not in the cache: its add queues it when it comes, and
 // its delete has already queued it (the sync that forgets it).
 func CRREventMatters(pod *corev1.Pod) bool {
-	return pod != nil && decision.Eligible(pod)
+	return pod != nil && decision.Considered(pod)
 }
 
 // podDecisionView is a shallow copy of the pod without what the decision

@@ -21,7 +21,7 @@ import (
 // fields most updates change: the whole decision view compared by
 // reflection. The oracle the quick look is held to.
 func wholeViewMatters(old, new *corev1.Pod) bool {
-	if old.UID == new.UID && !decision.Eligible(old) && !decision.Eligible(new) {
+	if old.UID == new.UID && !decision.Considered(old) && !decision.Considered(new) {
 		return false
 	}
 	view := func(p *corev1.Pod) corev1.Pod {
