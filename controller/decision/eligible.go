@@ -16,8 +16,10 @@ func Eligible(pod *corev1.Pod) bool {
 // marks: it is eligible, and a regular container is marked as a sidecar or
 // the marks raise a problem (a near miss, an invalid value, an unknown
 // name). A pod not considered gets VerdictIgnored or VerdictNoSidecars from
-// Decide, with no problem, no action and no confirmation, whatever its
-// status, node, CRRs or the time: decide returns before reading them. The
+// Decide, with no problem and no action, whatever its status, node, CRRs
+// or the time: decide returns before reading them (its plan may still ask
+// for a read-only look for OpenKruise's CRR when one of ours is Pending,
+// which changes nothing for a pod with no sidecar marked). The
 // informers' filters drop its adds, updates and CRR events on that ground.
 // Most Job pods are such, since most Jobs carry no sidecar: in e2e/bench's
 // side-by-side burst the yardstick's unmarked half was 24,999 of the
