@@ -102,7 +102,6 @@ func (w *world) controllerRound(ctx context.Context, rep *Report, round *Round, 
 	if err != nil {
 		return err
 	}
-	round.Controller.Terminator = controllerTerminator
 	keepTimeline(w.cfg, run+".controller.timeline.tsv", round.Controller)
 	round.Breakdown = breakdown(before, after)
 	logf("%s: controller during the burst: %s", run, round.Breakdown)
