@@ -91,7 +91,9 @@ func (c *Controller) enqueuePod(obj any) {
 // writes, or end a pod it then forgets (reconciler.Reconciler, echo.go):
 // those need no sync.
 type EchoFilter interface {
-	PodUpdateMatters(old, new *corev1.Pod) bool
+	// PodViewChangeMatters is asked once the cache has found that the
+	// decision considers one of the two versions.
+	PodViewChangeMatters(old, new *corev1.Pod) bool
 	CRRAddMatters(crr *kruisev1alpha1.ContainerRecreateRequest) bool
 }
 
@@ -109,7 +111,8 @@ func (c *Controller) podUpdateMatters(old, obj any) bool {
 // the cache knows of each version without decoding it (decision.Considered),
 // as reconciler.PodUpdateMatters and PodAddMatters would
 // (TestTheCachesFiltersAnswerAsTheReconcilers). An update is then put to
-// the echo filter, if there is one, or to the reconciler's filter.
+// the echo filter, if there is one, or to the reconciler's view comparison:
+// the first rule, already answered, is not run again on the decoded pods.
 func podUpdateMatters(old, obj any, echoes EchoFilter) bool {
 	if neitherConsidered(old, obj) {
 		return false
@@ -120,9 +123,9 @@ func podUpdateMatters(old, obj any, echoes EchoFilter) bool {
 	case !ok1 || !ok2:
 		return true
 	case echoes != nil:
-		return echoes.PodUpdateMatters(o, n)
+		return echoes.PodViewChangeMatters(o, n)
 	default:
-		return reconciler.PodUpdateMatters(o, n)
+		return reconciler.PodViewChanged(o, n)
 	}
 }
 

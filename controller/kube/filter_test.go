@@ -6,6 +6,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
 	"github.com/sidecar-terminator/sidecar-terminator/controller/podtest"
@@ -92,6 +94,8 @@ func TestTheCachesFiltersAnswerAsTheReconcilers(t *testing.T) {
 	unmarkedDone := unmarked.DeepCopy()
 	unmarkedDone.Status.Phase = corev1.PodSucceeded
 	versions = append(versions, created, running, done, deleting, replaced, failed, unmarked, annotated, unmarkedDone)
+	rec := reconciler.New(reconciler.DefaultConfig(), nil, nil, reconciler.NoLiveReads{}, record.NewFakeRecorder(10), nil,
+		clocktesting.NewFakeClock(podtest.Epoch))
 	considered := 0
 	for i, a := range versions {
 		ca, err := CachePod(a.DeepCopy())
@@ -113,6 +117,11 @@ func TestTheCachesFiltersAnswerAsTheReconcilers(t *testing.T) {
 			rb, _ := AsCached(b.DeepCopy())
 			if got, want := podUpdateMatters(ca, cb, nil), reconciler.PodUpdateMatters(ra, rb); got != want {
 				t.Errorf("versions %d→%d (%s→%s): update matters %v, the reconciler's filter says %v", i, j, a.Name, b.Name, got, want)
+			}
+			// With an echo filter the cache asks only its view comparison;
+			// a reconciler with no write noted answers as its whole filter.
+			if got, want := podUpdateMatters(ca, cb, rec), rec.PodUpdateMatters(ra, rb); got != want {
+				t.Errorf("versions %d→%d (%s→%s): update matters %v with the echo filter, the reconciler's says %v", i, j, a.Name, b.Name, got, want)
 			}
 		}
 	}

@@ -89,7 +89,7 @@ func podEcho(old, new *corev1.Pod, a decision.Action) bool {
 		return false
 	}
 	swapped, ok := withSwap(old, a)
-	return ok && !PodUpdateMatters(swapped, new)
+	return ok && !PodViewChanged(swapped, new)
 }
 
 // crrEcho reports whether crr is the CRR the create a made, showing no
@@ -167,7 +167,18 @@ func finishedByItself(old, new *corev1.Pod) bool {
 // its own swap is not queued, and a pod that Succeeded by itself is
 // forgotten here rather than by a sync.
 func (r *Reconciler) PodUpdateMatters(old, new *corev1.Pod) bool {
-	if !PodUpdateMatters(old, new) {
+	if old != nil && new != nil && neitherConsidered(old, new) {
+		return false
+	}
+	return r.PodViewChangeMatters(old, new)
+}
+
+// PodViewChangeMatters is PodUpdateMatters without its first rule, for a
+// caller that has answered that one already (the pod cache, which knows of
+// each version whether the decision considers it): PodViewChanged, then the
+// echo and the pod's own end.
+func (r *Reconciler) PodViewChangeMatters(old, new *corev1.Pod) bool {
+	if !PodViewChanged(old, new) {
 		return false
 	}
 	if old == nil || new == nil {

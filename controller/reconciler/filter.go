@@ -52,8 +52,26 @@ func PodUpdateMatters(old, new *corev1.Pod) bool {
 	if old == nil || new == nil {
 		return true
 	}
-	if old.UID == new.UID && !decision.Considered(old) && !decision.Considered(new) {
+	if neitherConsidered(old, new) {
 		return false
+	}
+	return PodViewChanged(old, new)
+}
+
+// neitherConsidered is PodUpdateMatters's first rule: two versions of one
+// pod, neither of which the decision considers. The pod cache answers it
+// from what it kept of each version (kube's neitherConsidered), and then
+// asks only PodViewChanged.
+func neitherConsidered(old, new *corev1.Pod) bool {
+	return old.UID == new.UID && !decision.Considered(old) && !decision.Considered(new)
+}
+
+// PodViewChanged is PodUpdateMatters's second rule alone: whether the two
+// versions differ in anything but their resourceVersion, managed fields and
+// the conditions the decision does not read.
+func PodViewChanged(old, new *corev1.Pod) bool {
+	if old == nil || new == nil {
+		return true
 	}
 	if podsDiffer(old, new) {
 		return true
