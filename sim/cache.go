@@ -75,6 +75,16 @@ func (c *Cache) Pod(namespace, name string) (*corev1.Pod, error) {
 	return p, nil
 }
 
+// PodConsidered implements reconciler.ConsideredReader, as kube's pod cache
+// does, by asking the decision of the pod held.
+func (c *Cache) PodConsidered(namespace, name string) (considered, held bool) {
+	p, ok := c.pods[cache.ObjectName{Namespace: namespace, Name: name}]
+	if !ok || p == nil {
+		return false, false
+	}
+	return decision.Considered(p), true
+}
+
 func (c *Cache) Node(name string) (decision.NodeFacts, bool) {
 	f, ok := c.nodes[name]
 	return f, ok

@@ -140,6 +140,11 @@ func (c *controller) work() {
 	if !ok {
 		return
 	}
+	if c.rec.IdleWake(key) {
+		// Sync passes over it without a decision: proved harmless as it
+		// happens, as the filters' drops are.
+		c.mustBeIgnored(c.cache.pods[key], "a wake of a pod it does not remember")
+	}
 	calls := c.s.stats.apiCalls()
 	after, err := c.rec.Sync(c.s.ctx, key)
 	c.s.stats.syncs++

@@ -21,6 +21,8 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/sidecar-terminator/sidecar-terminator/controller/decision"
+	"github.com/sidecar-terminator/sidecar-terminator/controller/podtest"
 	"github.com/sidecar-terminator/sidecar-terminator/controller/reconciler"
 )
 
@@ -202,5 +204,43 @@ func TestTheCachesListOnlyWhatTheyKeepAndIndexOnlyWhatTheyRead(t *testing.T) {
 		if want := reconciler.LabelManagedBy + "=" + reconciler.ManagedByValue; r.Labels.String() != want {
 			t.Errorf("CRRs listed with label selector %q; want %q", r.Labels.String(), want)
 		}
+	}
+}
+
+// The pod cache tells whether the decision considers the pod it holds under
+// a name without decoding it (reconciler.ConsideredReader), as
+// decision.Considered answers on the pod itself; a name it does not hold is
+// not held.
+func TestThePodCacheTellsWhetherTheDecisionConsidersAPod(t *testing.T) {
+	marked := jobPod("marked", podtest.Env(decision.EnvTerminate, "true")).Build()
+	unmarked := jobPod("unmarked").Build()
+	done := jobPod("done", podtest.Env(decision.EnvTerminate, "true")).Build()
+	done.Status.Phase = corev1.PodSucceeded
+	scheme := runtime.NewScheme()
+	metav1.AddMetaToScheme(scheme)
+	c, err := NewCaches(fake.NewClientset(marked, unmarked, done), metadatafake.NewSimpleMetadataClient(scheme), kruisefake.NewSimpleClientset(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c.Start(ctx.Done())
+	eventually(t, "caches synced", c.HasSynced)
+	var reader reconciler.Reader = c
+	cr, ok := reader.(reconciler.ConsideredReader)
+	if !ok {
+		t.Fatal("the caches are no reconciler.ConsideredReader: every wake is synced")
+	}
+	for _, p := range []*corev1.Pod{marked, unmarked, done} {
+		considered, held := cr.PodConsidered(p.Namespace, p.Name)
+		if !held || considered != decision.Considered(p) {
+			t.Errorf("%s: considered %v held %v; want considered %v, held", p.Name, considered, held, decision.Considered(p))
+		}
+	}
+	if considered, held := cr.PodConsidered("default", "gone"); held || considered {
+		t.Errorf("a pod not held: considered %v held %v", considered, held)
+	}
+	if want := []bool{true, false, false}; decision.Considered(marked) != want[0] || decision.Considered(unmarked) != want[1] || decision.Considered(done) != want[2] {
+		t.Fatal("the cases must be one considered pod and two not")
 	}
 }

@@ -143,3 +143,67 @@ func TestAPodReplacedUnderItsNameIsNeverTakenForTheOldPodsEcho(t *testing.T) {
 		t.Errorf("pods tracked %v, want 1: the new pod, the old one's memory gone", got)
 	}
 }
+
+// The wake that follows a pod's own end (its write's expectation timer)
+// finds a pod the decision does not consider and nothing remembered of it:
+// the sync reads nothing and decides nothing. A pod that ended otherwise
+// (Failed, still remembered) is synced once, which forgets it; the wake
+// after that is passed over in turn.
+func TestAWakeOfAPodItNoLongerRemembersReadsNothing(t *testing.T) {
+	for name, phase := range map[string]corev1.PodPhase{
+		"Succeeded by itself": corev1.PodSucceeded,
+		"Failed":              corev1.PodFailed,
+	} {
+		t.Run(name, func(t *testing.T) {
+			pod := podtest.Pod("p").Node("vk").Container("main", podtest.Exited(0, podtest.Epoch.Add(10*time.Second))).
+				Container("log", podtest.Env(decision.EnvTerminateWithImage, quickExit)).Build()
+			a, r, metrics := newAPI(t, pod)
+			key := cache.ObjectName{Namespace: "default", Name: "p"}
+			if _, err := r.Sync(context.Background(), key); err != nil {
+				t.Fatal(err)
+			}
+			if len(a.writes) != 1 {
+				t.Fatalf("want one swap, got %v", a.writes)
+			}
+			echo := a.pods["p"].DeepCopy()
+			end := echo.DeepCopy()
+			end.Status.Phase = phase
+			end.Status.ContainerStatuses[1].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0}}
+			r.PodUpdateMatters(echo, end) // the handler: forgets a pod that Succeeded by itself
+			a.pods["p"] = end
+			a.catchUp()
+
+			decided := func() float64 {
+				var n float64
+				for _, v := range []decision.Verdict{decision.VerdictIgnored, decision.VerdictNoSidecars} {
+					n += testutil.ToFloat64(metrics.Decisions.WithLabelValues(string(v)))
+				}
+				return n
+			}
+			wake := func() (reads int, decisions float64) {
+				reads, decisions = a.podReads, decided()
+				if after, err := r.Sync(context.Background(), key); err != nil || after != 0 {
+					t.Fatalf("wake: look again after %v, err %v; want neither", after, err)
+				}
+				return a.podReads - reads, decided() - decisions
+			}
+			if phase == corev1.PodFailed {
+				if !decision.Considered(pod) || decision.Considered(end) {
+					t.Fatal("the test's pod must be considered before its end and not after")
+				}
+				if reads, decisions := wake(); reads != 1 || decisions != 1 {
+					t.Errorf("the remembered pod's wake read the pod %d times and decided %v times; want one sync", reads, decisions)
+				}
+			}
+			if reads, decisions := wake(); reads != 0 || decisions != 0 {
+				t.Errorf("the wake of a pod not remembered read the pod %d times and decided %v times; want none", reads, decisions)
+			}
+			if len(a.writes) != 1 {
+				t.Errorf("writes %v, want the one swap", a.writes)
+			}
+			if got := testutil.ToFloat64(metrics.PodsTracked); got != 0 {
+				t.Errorf("pods tracked %v, want 0", got)
+			}
+		})
+	}
+}

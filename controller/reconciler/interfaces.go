@@ -40,6 +40,17 @@ type Reader interface {
 	RediscoverCRRAPI()
 }
 
+// ConsideredReader is a Reader that can tell, without handing out the pod,
+// whether the pod it holds under a name is one the decision considers
+// (decision.Considered). kube's pod cache knows that of every version it
+// holds (CachePod), and the simulator's cache asks the decision. A Reader
+// that cannot tell has every wake synced (IdleWake).
+type ConsideredReader interface {
+	// PodConsidered reports whether a pod is held under the name (held),
+	// and if so whether the decision considers it.
+	PodConsidered(namespace, name string) (considered, held bool)
+}
+
 // Writer is how the controller changes the cluster: in production, API calls.
 type Writer interface {
 	// CreateCRR creates the CRR. With readPodFirst it first reads the pod

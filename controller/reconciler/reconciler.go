@@ -124,7 +124,13 @@ func New(cfg Config, r Reader, w Writer, live LiveReader, events Recorder, metri
 // swap (or a backoff, whose wait the next plan returns) in the same sync.
 // The decision never plans a write whose refusal's backoff is running, so
 // each round refuses a different kind of write, and the rounds end.
+//
+// A wake with nothing to decide (IdleWake: a pod the decision does not
+// consider and the reconciler does not remember) reads and decides nothing.
 func (r *Reconciler) Sync(ctx context.Context, key cache.ObjectName) (time.Duration, error) {
+	if r.IdleWake(key) {
+		return 0, nil
+	}
 	logger := klog.FromContext(ctx).WithValues("pod", key.String())
 	pod, err := r.read.Pod(key.Namespace, key.Name)
 	if apierrors.IsNotFound(err) {

@@ -43,6 +43,7 @@ type apiFake struct {
 	writes          []string
 	events          []string // "Warning Reason" or "Normal Reason"
 	readErr, crrErr error
+	podReads        int // the reconciler's reads of the pod from the cache
 }
 
 func newAPI(t *testing.T, pods ...*corev1.Pod) (*apiFake, *reconciler.Reconciler, *reconciler.Metrics) {
@@ -70,6 +71,7 @@ func (a *apiFake) catchUp() {
 }
 
 func (a *apiFake) Pod(_, name string) (*corev1.Pod, error) {
+	a.podReads++
 	if a.readErr != nil {
 		return nil, a.readErr
 	}
@@ -77,6 +79,15 @@ func (a *apiFake) Pod(_, name string) (*corev1.Pod, error) {
 		return p, nil
 	}
 	return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, name)
+}
+
+// PodConsidered is reconciler.ConsideredReader, as kube's pod cache answers it.
+func (a *apiFake) PodConsidered(_, name string) (considered, held bool) {
+	p := a.cachedPods[name]
+	if p == nil {
+		return false, false
+	}
+	return decision.Considered(p), true
 }
 
 func (a *apiFake) Node(name string) (decision.NodeFacts, bool) {
