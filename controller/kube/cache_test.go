@@ -150,17 +150,8 @@ func podWithUID(namespace string, uid types.UID) *corev1.Pod {
 // namespace index is a set of keys per namespace over every cached object,
 // which nothing here reads.
 func TestTheCachesListOnlyWhatTheyKeepAndIndexOnlyWhatTheyRead(t *testing.T) {
-	scheme := runtime.NewScheme()
-	metav1.AddMetaToScheme(scheme)
 	client, kruise := fake.NewClientset(), kruisefake.NewSimpleClientset()
-	c, err := NewCaches(client, metadatafake.NewSimpleMetadataClient(scheme), kruise, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	c.Start(ctx.Done())
-	eventually(t, "caches synced", c.HasSynced)
+	c := startedCaches(t, client, kruise, true)
 
 	indexes := func(i cache.SharedIndexInformer) []string {
 		var names []string
@@ -216,16 +207,7 @@ func TestThePodCacheTellsWhetherTheDecisionConsidersAPod(t *testing.T) {
 	unmarked := jobPod("unmarked").Build()
 	done := jobPod("done", podtest.Env(decision.EnvTerminate, "true")).Build()
 	done.Status.Phase = corev1.PodSucceeded
-	scheme := runtime.NewScheme()
-	metav1.AddMetaToScheme(scheme)
-	c, err := NewCaches(fake.NewClientset(marked, unmarked, done), metadatafake.NewSimpleMetadataClient(scheme), kruisefake.NewSimpleClientset(), false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	c.Start(ctx.Done())
-	eventually(t, "caches synced", c.HasSynced)
+	c := startedCaches(t, fake.NewClientset(marked, unmarked, done), kruisefake.NewSimpleClientset(), false)
 	var reader reconciler.Reader = c
 	cr, ok := reader.(reconciler.ConsideredReader)
 	if !ok {
@@ -243,4 +225,21 @@ func TestThePodCacheTellsWhetherTheDecisionConsidersAPod(t *testing.T) {
 	if want := []bool{true, false, false}; decision.Considered(marked) != want[0] || decision.Considered(unmarked) != want[1] || decision.Considered(done) != want[2] {
 		t.Fatal("the cases must be one considered pod and two not")
 	}
+}
+
+// startedCaches are the controller's caches on the fake clients, started
+// and synced; they stop with the test.
+func startedCaches(t *testing.T, client *fake.Clientset, kruise *kruisefake.Clientset, crrAPI bool) *Caches {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	metav1.AddMetaToScheme(scheme)
+	c, err := NewCaches(client, metadatafake.NewSimpleMetadataClient(scheme), kruise, crrAPI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	c.Start(ctx.Done())
+	eventually(t, "caches synced", c.HasSynced)
+	return c
 }
