@@ -49,6 +49,9 @@ type Breakdown struct {
 	SchedWaits    float64 `json:"schedWaits,omitempty"`
 	MeanSchedWait float64 `json:"meanSchedWaitSecondsAtLeast,omitempty"`
 	SchedWaitP99  float64 `json:"schedWaitP99SecondsAtMost,omitempty"`
+	// GCCycles is how many garbage collections ran (go_gc_duration_seconds):
+	// the burst's CPU includes their marking.
+	GCCycles float64 `json:"gcCycles,omitempty"`
 }
 
 // breakdownMetrics are summed over their labels.
@@ -59,6 +62,7 @@ var breakdownMetrics = []string{
 	"rest_client_request_duration_seconds_sum", "rest_client_request_duration_seconds_count",
 	"workqueue_adds_total",
 	"go_sched_latencies_seconds_sum", "go_sched_latencies_seconds_count",
+	"go_gc_duration_seconds_count",
 }
 
 // breakdownSeries are kept per series (name{labels}).
@@ -144,6 +148,7 @@ func breakdown(before, after map[string]float64) Breakdown {
 	b.SchedWaits = d("go_sched_latencies_seconds_count")
 	b.MeanSchedWait = mean(d("go_sched_latencies_seconds_sum"), b.SchedWaits)
 	b.SchedWaitP99 = bucketQuantile(before, after, schedBucket, 0.99)
+	b.GCCycles = d("go_gc_duration_seconds_count")
 	for series := range after {
 		v := d(series)
 		if v == 0 {
@@ -175,7 +180,7 @@ func label(series, name string) string {
 func (b Breakdown) String() string {
 	return fmt.Sprintf("%.0f syncs from %.0f queue adds (mean %.0f ms queued, %.0f ms syncing); %.0f API requests (mean %.0f ms in the client's QPS limiter, %.0f ms from sending to the answer read); informer events: %s; decisions: %s",
 		b.Syncs, b.Adds, b.MeanQueueWait*1000, b.MeanSync*1000, b.Requests, b.MeanLimiterWait*1000, b.MeanRequest*1000,
-		counts(b.Events), counts(b.Verdicts)) + b.sched()
+		counts(b.Events), counts(b.Verdicts)) + b.sched() + fmt.Sprintf("; %.0f GC cycles", b.GCCycles)
 }
 
 // sched says how long the controller's goroutines waited for a CPU.

@@ -22,6 +22,7 @@ workqueue_work_duration_seconds_sum{name="sidecar-terminator"} 0.8
 sidecar_terminator_informer_events_total{event="update",kind="pod",result="queued"} 5
 sidecar_terminator_informer_events_total{event="update",kind="pod",result="filtered"} 7
 sidecar_terminator_decisions_total{verdict="Act"} 1
+go_gc_duration_seconds_count 4
 `, `workqueue_adds_total{name="sidecar-terminator"} 40
 workqueue_work_duration_seconds_count{name="sidecar-terminator"} 38
 workqueue_work_duration_seconds_sum{name="sidecar-terminator"} 3.8
@@ -30,6 +31,7 @@ sidecar_terminator_informer_events_total{event="update",kind="pod",result="filte
 sidecar_terminator_informer_events_total{event="add",kind="crr",result="queued"} 3
 sidecar_terminator_decisions_total{verdict="Act"} 11
 sidecar_terminator_decisions_total{verdict="Done"} 2
+go_gc_duration_seconds_count 9
 `}
 	n := 0
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -55,6 +57,9 @@ sidecar_terminator_decisions_total{verdict="Done"} 2
 	}
 	if diff := cmp.Diff(map[string]float64{"Act": 10, "Done": 2}, b.Verdicts); diff != "" {
 		t.Errorf("verdicts (-want +got):\n%s", diff)
+	}
+	if b.GCCycles != 5 || !strings.Contains(b.String(), "; 5 GC cycles") {
+		t.Errorf("GC cycles %v in %q; want 5", b.GCCycles, b.String())
 	}
 }
 
