@@ -255,20 +255,15 @@ func (c *Caches) Pod(namespace, name string) (*corev1.Pod, error) {
 // PodConsidered implements reconciler.ConsideredReader from what the cache
 // found of the pod when it stored it, without decoding it.
 func (c *Caches) PodConsidered(namespace, name string) (considered, held bool) {
-	p, ok := c.cached(cache.ObjectName{Namespace: namespace, Name: name})
+	obj, ok, err := c.PodInformer.GetIndexer().GetByKey(namespace + "/" + name)
+	if err != nil || !ok {
+		return false, false
+	}
+	p, ok := cachedOf(obj)
 	if !ok {
 		return false, false
 	}
 	return p.considered, true
-}
-
-// cached is the pod cache's own form of the pod, not decoded.
-func (c *Caches) cached(key cache.ObjectName) (*cachedPod, bool) {
-	obj, ok, err := c.PodInformer.GetIndexer().GetByKey(key.String())
-	if err != nil || !ok {
-		return nil, false
-	}
-	return cachedOf(obj)
 }
 
 // Node implements reconciler.Reader.

@@ -168,7 +168,7 @@ func (c *Controller) enqueueCRRPod(obj any) bool {
 	key := cache.ObjectName{Namespace: crr.namespace, Name: crr.podName}
 	// reconciler.CRREventMatters, from what the cache knows of the pod
 	// without decoding it: held, and considered.
-	if held, ok := c.caches.cached(key); !ok || !held.considered {
+	if considered, _ := c.caches.PodConsidered(key.Namespace, key.Name); !considered {
 		return false
 	}
 	c.queue.Add(key)

@@ -145,3 +145,30 @@ func TestControllerSyncsPodsFromInformerEvents(t *testing.T) {
 		t.Fatal("Run did not return 30 s after its context ended")
 	}
 }
+
+// A CRR's event wakes its pod only when the cache holds the pod and the
+// decision considers it (reconciler.CRREventMatters), answered from the
+// cache's bit without decoding the pod.
+func TestACRREventWakesOnlyAPodTheDecisionConsiders(t *testing.T) {
+	marked := jobPod("marked", podtest.Env(decision.EnvTerminate, "true")).Build()
+	unmarked := jobPod("unmarked").Build()
+	caches := startedCaches(t, fake.NewClientset(marked, unmarked), kruisefake.NewSimpleClientset(), true)
+	ctrl, err := NewController(caches, &recordingSyncer{synced: map[cache.ObjectName]int{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for pod, want := range map[string]bool{"marked": true, "unmarked": false, "gone": false} {
+		crr, err := TrimCRR(&kruisev1alpha1.ContainerRecreateRequest{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: pod + "-st1"},
+			Spec:       kruisev1alpha1.ContainerRecreateRequestSpec{PodName: pod}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ctrl.enqueueCRRPod(crr); got != want {
+			t.Errorf("a CRR of pod %q queued it: %v, want %v", pod, got, want)
+		}
+	}
+	if got := ctrl.Queued(); got != 1 {
+		t.Errorf("%d pods queued, want 1 (the marked one)", got)
+	}
+}
