@@ -28,12 +28,18 @@ func Considered(pod *corev1.Pod) bool {
 	if !Eligible(pod) {
 		return false
 	}
-	containers, problems := Classify(pod, DefaultPolicy())
-	if len(problems) > 0 {
+	// Classify's answer on roles and problems, without the list of every
+	// container and its status it builds: the informer asks this of every
+	// pod event (kube.CachePod). Init containers are never RoleSidecar and
+	// raise no problem.
+	listed, problems := annotatedSidecars(pod)
+	if len(problems) > 0 || len(nearMisses(pod)) > 0 {
 		return true
 	}
-	for _, c := range containers {
-		if c.Role == RoleSidecar {
+	policy := DefaultPolicy()
+	for i, c := range pod.Spec.Containers {
+		ctr, problems := classifyRegular(pod, i, c, listed[c.Name], policy)
+		if len(problems) > 0 || ctr.Role == RoleSidecar {
 			return true
 		}
 	}

@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"reflect"
 	"testing"
 	"time"
 
@@ -66,11 +67,39 @@ func TestACachedPodReadsAsTheTrimmedPod(t *testing.T) {
 	}
 }
 
+// The update filter decodes into the same two pods again and again
+// (decodeCached): whatever the pod held before (more containers or fewer,
+// annotations, a deletion, statuses), it then reads exactly as a fresh
+// read of the cache, nil lists and all.
+func TestADecodeIntoAUsedPodReadsAsAFreshOne(t *testing.T) {
+	cases := cachedPodCases()
+	pods := []*corev1.Pod{cases["a kubelet's Job pod"], cases["rules, stages, an init container, a settle, a deletion"],
+		podtest.Pod("bare").Container("main").Build()}
+	var cached []any
+	for _, p := range pods {
+		obj, err := CachePod(p.DeepCopy())
+		if err != nil {
+			t.Fatal(err)
+		}
+		cached = append(cached, obj)
+	}
+	used := &corev1.Pod{}
+	for _, i := range []int{0, 1, 2, 1, 0, 2, 0} {
+		want, _ := CachedPod(cached[i])
+		if !decodeCached(cached[i], used) {
+			t.Fatalf("pod %d does not decode", i)
+		}
+		if !reflect.DeepEqual(used, want) {
+			t.Fatalf("pod %d decoded into a used pod (-fresh +used):\n%s", i, cmp.Diff(want, used))
+		}
+	}
+}
+
 // The informer keys, indexes and compares the cached pods by their
 // namespace, name and resourceVersion.
 func TestTheInformerKeysACachedPodByItsName(t *testing.T) {
 	pod := kubeletJobPod(3)
-	obj, err := CachePod(pod)
+	obj, err := CachePod(pod.DeepCopy())
 	if err != nil {
 		t.Fatal(err)
 	}

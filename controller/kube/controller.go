@@ -92,7 +92,8 @@ func (c *Controller) enqueuePod(obj any) {
 // those need no sync.
 type EchoFilter interface {
 	// PodViewChangeMatters is asked once the cache has found that the
-	// decision considers one of the two versions.
+	// decision considers one of the two versions. The two pods are lent
+	// for the call (lentPods): it neither keeps nor changes them.
 	PodViewChangeMatters(old, new *corev1.Pod) bool
 	CRRAddMatters(crr *kruisev1alpha1.ContainerRecreateRequest) bool
 }
@@ -117,8 +118,10 @@ func podUpdateMatters(old, obj any, echoes EchoFilter) bool {
 	if neitherConsidered(old, obj) {
 		return false
 	}
-	o, ok1 := CachedPod(old)
-	n, ok2 := CachedPod(obj)
+	lent := lentPods.Get().(*[2]corev1.Pod)
+	defer lentPods.Put(lent)
+	o, n := &lent[0], &lent[1]
+	ok1, ok2 := decodeCached(old, o), decodeCached(obj, n)
 	switch {
 	case !ok1 || !ok2:
 		return true

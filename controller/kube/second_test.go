@@ -36,7 +36,7 @@ func TestTrimPodKeepsKruisesSettleMessage(t *testing.T) {
 		{"the main containers are done; the phase was settled before stopping the ignore-exit-code sidecars", false, false},
 	} {
 		full := build(tc.msg)
-		obj, err := TrimPod(full)
+		obj, err := TrimPod(full.DeepCopy())
 		if err != nil {
 			t.Fatal(err)
 		}

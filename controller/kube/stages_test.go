@@ -25,7 +25,7 @@ func orderedPod(opts ...podtest.Option) *podtest.Builder {
 // the same on the trimmed pod.
 func TestTrimKeepsTheStopOrder(t *testing.T) {
 	full := orderedPod(podtest.Image(quickExit)).Annotate(decision.AnnotationStopStage, "1 2026-01-01T00:00:11Z").Annotate("unrelated", "x").Build()
-	obj, _ := TrimPod(full)
+	obj, _ := TrimPod(full.DeepCopy())
 	trimmed := obj.(*corev1.Pod)
 	in := func(p *corev1.Pod) decision.Input {
 		return decision.Input{Pod: p, Node: decision.Node{Name: "node-1", Found: true, Virtual: true}, CRRAPI: true,

@@ -342,7 +342,7 @@ func TestTrimPodKeepsWhatTheDecisionReads(t *testing.T) {
 		Annotate(decision.AnnotationSidecars, "log").Annotate("unrelated", "y").Build()
 	full.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}
 	full.Spec.Volumes = []corev1.Volume{{Name: "data"}}
-	obj, _ := TrimPod(full)
+	obj, _ := TrimPod(full.DeepCopy())
 	trimmed := obj.(*corev1.Pod)
 	in := func(p *corev1.Pod) decision.Input {
 		return decision.Input{Pod: p, Node: decision.Node{Name: "node-1", Found: true}, CRRAPI: true, Now: podtest.Epoch.Add(time.Minute), Policy: decision.DefaultPolicy()}

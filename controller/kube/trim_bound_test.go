@@ -19,7 +19,7 @@ func TestTrimCapsValuesReadFromThePod(t *testing.T) {
 		Container("main", podtest.Image(huge), podtest.Waiting("ErrImagePull", nil)).
 		Container("side", podtest.Env(decision.EnvTerminate, huge), podtest.Env(decision.EnvTerminateWithImage, huge)).Build()
 	pod.Status.ContainerStatuses[0].State.Waiting.Message = huge
-	obj, err := TrimPod(pod)
+	obj, err := TrimPod(pod.DeepCopy())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +35,7 @@ func TestTrimCapsValuesReadFromThePod(t *testing.T) {
 		t.Errorf("waiting state kept as %+v", w)
 	}
 	short := podtest.Pod("q").Container("side", podtest.Env(decision.EnvTerminate, "true")).Build()
-	obj, _ = TrimPod(short)
+	obj, _ = TrimPod(short.DeepCopy())
 	if v := obj.(*corev1.Pod).Spec.Containers[0].Env[0].Value; v != "true" {
 		t.Errorf("a short value became %q", v)
 	}

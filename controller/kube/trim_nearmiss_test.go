@@ -19,7 +19,7 @@ func TestTrimPodKeepsNearMissNames(t *testing.T) {
 		Annotate("sidecar-terminator.io/sidecar", "proxy").Annotate("unrelated.example/key", "x").
 		Container("main", podtest.Exited(0, podtest.Epoch), podtest.Env("HTTP_PROXY", "http://proxy")).
 		Container("proxy", podtest.Env("KRUISE_TERMINATE_SIDECARS_WHEN_JOB_EXIT", "a long value"), podtest.Running()).Build()
-	obj, err := TrimPod(full)
+	obj, err := TrimPod(full.DeepCopy())
 	if err != nil {
 		t.Fatal(err)
 	}
