@@ -58,12 +58,17 @@ func (r *Report) Markdown() string {
 				x.AllSucceededSeconds, x.ExitSpreadSeconds, x.NotActedOn, x.CPUSecondsPer1000, mib(x.RSSBytesAfter), mib(x.RSSBytesPeak))
 		}
 	}
-	var ratios, events []string
+	var ratios, cpuRatios, events []string
 	for _, round := range r.Rounds {
 		ratios = append(ratios, fmt.Sprintf("%.2f×", round.P99Ratio))
+		cpuRatios = append(cpuRatios, fmt.Sprintf("%.2f×", round.CPURatio))
 		events = append(events, fmt.Sprintf("%d (last %.0fs after the first exit)", round.Events, round.EventsSeconds))
 	}
 	fmt.Fprintf(&b, "\n- p99 latency, controller / yardstick: **%.2f×** (median; rounds: %s)\n", r.P99Ratio, strings.Join(ratios, ", "))
+	if r.CPURatio > 0 {
+		fmt.Fprintf(&b, "- CPU s / 1000 pods, controller / yardstick: **%.2f×** (median; rounds: %s); all rounds' CPU together: %.2f×\n",
+			r.CPURatio, strings.Join(cpuRatios, ", "), r.CPURatioTotal)
+	}
 	if w, ok := r.worstRound(); ok {
 		fmt.Fprintf(&b, "- worst round for the controller against the yardstick: round %d, p99 %.2fs / %.2fs = **%.2f×**, p50 %.2fs / %.2fs\n",
 			w+1, r.Rounds[w].Controller.P99, r.Rounds[w].Yardstick.P99, r.Rounds[w].P99Ratio, r.Rounds[w].Controller.P50, r.Rounds[w].Yardstick.P50)

@@ -3,6 +3,7 @@ package bench
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -258,5 +259,32 @@ func TestTheReportSaysWhatASharedBurstCostOnce(t *testing.T) {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
 		}
+	}
+}
+
+// The CPU ratio pairs the two terminators within each round, as the p99
+// ratio does, and also totals their CPU over the rounds: a round where the
+// yardstick collected its cache weighs as one of three in the median, and
+// in the total by its seconds.
+func TestTheCPURatioPairsEachRoundAndTotalsTheRounds(t *testing.T) {
+	round := func(controller, yardstick float64) Round {
+		return Round{Controller: BurstResult{Pods: 1000, CPUSeconds: controller, CPUSecondsPer1000: controller},
+			Yardstick: BurstResult{Pods: 1000, CPUSeconds: yardstick, CPUSecondsPer1000: yardstick}}
+	}
+	r := &Report{Rounds: []Round{round(2, 1), round(2, 2), round(3, 2)}}
+	r.pairCPU()
+	if r.CPURatio != 1.5 || math.Abs(r.CPURatioTotal-1.4) > 1e-9 {
+		t.Errorf("CPU ratio %v, over the totals %v; want the median 1.5 and 7/5", r.CPURatio, r.CPURatioTotal)
+	}
+	if got := []float64{r.Rounds[0].CPURatio, r.Rounds[1].CPURatio, r.Rounds[2].CPURatio}; !reflect.DeepEqual(got, []float64{2, 1, 1.5}) {
+		t.Errorf("the rounds' ratios %v", got)
+	}
+	md := r.Markdown()
+	if want := "- CPU s / 1000 pods, controller / yardstick: **1.50×** (median; rounds: 2.00×, 1.00×, 1.50×); all rounds' CPU together: 1.40×"; !strings.Contains(md, want) {
+		t.Errorf("the report does not say %q:\n%s", want, md)
+	}
+	none := &Report{Rounds: []Round{{Controller: BurstResult{Pods: 10, CPUSeconds: 1, CPUSecondsPer1000: 100}}}}
+	if none.pairCPU(); none.CPURatio != 0 || strings.Contains(none.Markdown(), "CPU s / 1000 pods, controller / yardstick") {
+		t.Errorf("with no yardstick's CPU: ratio %v, or a line for it", none.CPURatio)
 	}
 }

@@ -97,6 +97,14 @@ type Report struct {
 	// P99Ratio is the median over the rounds of the controller's p99 latency
 	// over the yardstick's.
 	P99Ratio float64 `json:"p99Ratio"`
+	// CPURatio is the median over the rounds of the controller's CPU per
+	// 1,000 pods over the yardstick's in the same round, as P99Ratio pairs
+	// their p99s; CPURatioTotal is their CPU seconds over all the rounds,
+	// each per its own pods. The yardstick's collections of its whole-pod
+	// cache cost seconds each and fall in a round or not: the total
+	// spreads them over the rounds.
+	CPURatio      float64 `json:"cpuRatio,omitempty"`
+	CPURatioTotal float64 `json:"cpuRatioTotal,omitempty"`
 	// WritesPerPod counts the controller's mutating requests (events and
 	// leases aside) from the API server's audit log, per pod of its bursts.
 	WritesPerPod          float64  `json:"writesPerPod"`
@@ -138,6 +146,8 @@ type Round struct {
 	// Kruise is OpenKruise's bursts, one per Report.Kruise column.
 	Kruise   []BurstResult `json:"kruise,omitempty"`
 	P99Ratio float64       `json:"p99Ratio"`
+	// CPURatio is the controller's CPU per 1,000 pods over the yardstick's.
+	CPURatio float64 `json:"cpuRatio,omitempty"`
 	// Breakdown is where the controller's time went during its burst.
 	Breakdown Breakdown `json:"controllerBreakdown"`
 	// ControllerMemory splits the controller's RSS at its burst's end.
@@ -254,6 +264,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	sort.Float64s(ratios)
 	rep.P99Ratio = median(ratios)
+	rep.pairCPU()
 	for i := range rep.Kruise {
 		sort.Float64s(kruiseRatios[i])
 		col := &rep.Kruise[i]
@@ -288,6 +299,30 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 
 // podsOf counts one terminator's pods over the rounds (at least 1): its
 // whole bursts, or its halves of shared ones.
+// pairCPU sets each round's CPURatio and the report's CPURatio and
+// CPURatioTotal, from the rounds where the yardstick's CPU was measured.
+func (rep *Report) pairCPU() {
+	var ratios []float64
+	var controller, yardstick float64
+	var pc, py int
+	for i := range rep.Rounds {
+		r := &rep.Rounds[i]
+		if r.Yardstick.CPUSecondsPer1000 <= 0 || r.Yardstick.CPUSeconds <= 0 {
+			continue
+		}
+		r.CPURatio = r.Controller.CPUSecondsPer1000 / r.Yardstick.CPUSecondsPer1000
+		ratios = append(ratios, r.CPURatio)
+		controller, yardstick = controller+r.Controller.CPUSeconds, yardstick+r.Yardstick.CPUSeconds
+		pc, py = pc+r.Controller.Pods, py+r.Yardstick.Pods
+	}
+	if len(ratios) == 0 || pc == 0 || py == 0 {
+		return
+	}
+	sort.Float64s(ratios)
+	rep.CPURatio = median(ratios)
+	rep.CPURatioTotal = (controller / float64(pc)) / (yardstick / float64(py))
+}
+
 func podsOf(rounds []Round, of func(Round) BurstResult) int {
 	n := 0
 	for _, r := range rounds {
