@@ -297,8 +297,6 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	return rep, nil
 }
 
-// podsOf counts one terminator's pods over the rounds (at least 1): its
-// whole bursts, or its halves of shared ones.
 // pairCPU sets each round's CPURatio and the report's CPURatio and
 // CPURatioTotal, from the rounds where the yardstick's CPU was measured.
 func (rep *Report) pairCPU() {
@@ -323,6 +321,8 @@ func (rep *Report) pairCPU() {
 	rep.CPURatioTotal = (controller / float64(pc)) / (yardstick / float64(py))
 }
 
+// podsOf counts one terminator's pods over the rounds (at least 1): its
+// whole bursts, or its halves of shared ones.
 func podsOf(rounds []Round, of func(Round) BurstResult) int {
 	n := 0
 	for _, r := range rounds {
