@@ -68,7 +68,13 @@ func NewClientsForConfig(cfg *rest.Config, qps float32, burst int) (*Clients, er
 	if c.Meta, err = metadata.NewForConfig(cfg); err != nil {
 		return nil, err
 	}
-	if c.Kruise, err = kruiseclient.NewForConfig(cfg); err != nil {
+	kruise, err := kruiseclient.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	// The CRR informer's watch decodes each event in one pass (kube's
+	// crrwatch.go); everything else is client-go's.
+	if c.Kruise, err = kube.WithCRRWatchDecoder(kruise, cfg); err != nil {
 		return nil, err
 	}
 	return c, nil

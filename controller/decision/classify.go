@@ -6,7 +6,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/google/go-containerregistry/pkg/name"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -202,7 +201,7 @@ func ValidateImage(image string) error {
 	if strings.TrimSpace(image) != image {
 		return fmt.Errorf("leading or trailing white space")
 	}
-	if _, err := name.ParseReference(image); err != nil {
+	if err := parsedImage(image).err; err != nil {
 		return errors.New(strings.ReplaceAll(err.Error(), image, "the reference"))
 	}
 	return nil
@@ -214,8 +213,8 @@ func ValidateImage(image string) error {
 // securityContext, mounts and token, so whoever may name the image (a pod
 // author, through env or annotation) must not be able to pick any image.
 func ImageAllowed(image string, allowlist []string) bool {
-	ref, err := name.ParseReference(image)
-	if err != nil {
+	ref := parsedImage(image)
+	if ref.err != nil {
 		return false
 	}
 	for _, allowed := range allowlist {
@@ -225,13 +224,13 @@ func ImageAllowed(image string, allowlist []string) bool {
 		tail := allowed[strings.LastIndex(allowed, "/")+1:]
 		if strings.ContainsAny(tail, ":@") {
 			// A full reference allows exactly that image, however it is spelled.
-			if want, err := name.ParseReference(allowed); err == nil && want.Name() == ref.Name() {
+			if want := parsedImage(allowed); want.err == nil && want.name == ref.name {
 				return true
 			}
 			continue
 		}
 		// A bare repository allows any tag or digest of it.
-		if repo, err := name.NewRepository(allowed); err == nil && repo.Name() == ref.Context().Name() {
+		if repo := parsedRepository(allowed); repo.err == nil && repo.name == ref.repository {
 			return true
 		}
 	}
