@@ -79,6 +79,20 @@ func serveWatch(t testing.TB, stream, body []byte) *rest.Config {
 	return &rest.Config{Host: srv.URL}
 }
 
+// bothClients are a kruise client as client-go makes it, and the same
+// with WithCRRWatchDecoder.
+func bothClients(t testing.TB, cfg *rest.Config) (standard, ours kruiseclient.Interface) {
+	t.Helper()
+	standard, err := kruiseclient.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ours, err = WithCRRWatchDecoder(standard, cfg); err != nil {
+		t.Fatal(err)
+	}
+	return standard, ours
+}
+
 func collect(t testing.TB, kruise kruiseclient.Interface) []watch.Event {
 	t.Helper()
 	w, err := kruise.AppsV1alpha1().ContainerRecreateRequests("").Watch(context.Background(), metav1.ListOptions{})
@@ -111,15 +125,7 @@ func TestTheCRRWatchDecodesAsClientGoDoes(t *testing.T) {
 		{Type: watch.Bookmark, Object: bookmark}, {Type: watch.Deleted, Object: &crrs[2]},
 		{Type: watch.Modified, Object: &crrs[3]}, {Type: watch.Error, Object: gone},
 	}
-	cfg := serveWatch(t, watchFrames(t, events), nil)
-	standard, err := kruiseclient.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ours, err := WithCRRWatchDecoder(standard, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	standard, ours := bothClients(t, serveWatch(t, watchFrames(t, events), nil))
 	want, got := collect(t, standard), collect(t, ours)
 	if len(want) != len(events) || len(got) != len(events) {
 		t.Fatalf("client-go decoded %d events, ours %d; %d were sent", len(want), len(got), len(events))
@@ -149,15 +155,7 @@ func TestTheCRRClientDecodesAllButWatchesAsClientGoDoes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := serveWatch(t, nil, body)
-	standard, err := kruiseclient.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ours, err := WithCRRWatchDecoder(standard, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	standard, ours := bothClients(t, serveWatch(t, nil, body))
 	want, err := standard.AppsV1alpha1().ContainerRecreateRequests("").List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -223,16 +221,9 @@ func BenchmarkCRRWatchDecode(b *testing.B) {
 	stream := watchFrames(b, events)
 	for _, side := range []string{"client-go", "ours"} {
 		b.Run(side, func(b *testing.B) {
-			cfg := serveWatch(b, stream, nil)
-			var kruise kruiseclient.Interface
-			kruise, err := kruiseclient.NewForConfig(cfg)
-			if err != nil {
-				b.Fatal(err)
-			}
+			kruise, ours := bothClients(b, serveWatch(b, stream, nil))
 			if side == "ours" {
-				if kruise, err = WithCRRWatchDecoder(kruise, cfg); err != nil {
-					b.Fatal(err)
-				}
+				kruise = ours
 			}
 			b.ReportAllocs()
 			for b.Loop() {
