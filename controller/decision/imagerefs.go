@@ -43,14 +43,15 @@ func parsedImage(s string) imageRef {
 	})
 }
 
-// parsedRepository is name.NewRepository(s), as imageRef.
+// parsedRepository is name.NewRepository(s), as imageRef (its name is the
+// repository's).
 func parsedRepository(s string) imageRef {
 	return parsedOnce(parsed.repositories, s, func() imageRef {
 		repo, err := name.NewRepository(s)
 		if err != nil {
 			return imageRef{err: err}
 		}
-		return imageRef{name: repo.Name(), repository: repo.Name()}
+		return imageRef{name: repo.Name()}
 	})
 }
 
