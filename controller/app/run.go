@@ -62,7 +62,14 @@ func NewClientsForConfig(cfg *rest.Config, qps float32, burst int) (*Clients, er
 	// between a controller and its API server, which is the cluster's own.
 	cfg.DisableCompression = true
 	c := &Clients{Config: cfg}
-	if c.Kube, err = kubernetes.NewForConfig(cfg); err != nil {
+	kubeClient, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	// The pod informer's watch decodes each event in one pass, keeping
+	// what the cache keeps (kube's podwatch.go); everything else is
+	// client-go's.
+	if c.Kube, err = kube.WithPodWatchDecoder(kubeClient, cfg); err != nil {
 		return nil, err
 	}
 	if c.Meta, err = metadata.NewForConfig(cfg); err != nil {

@@ -40,28 +40,34 @@ func WithCRRWatchDecoder(kruise kruiseclient.Interface, cfg *rest.Config) (kruis
 	if !ok || rc == nil {
 		return kruise, nil
 	}
-	cfg = rest.CopyConfig(cfg)
 	gv := kruisev1alpha1.SchemeGroupVersion
-	cfg.GroupVersion, cfg.APIPath = &gv, "/apis"
-	base, versionedPath, err := rest.DefaultServerUrlFor(cfg)
+	negotiator := crrWatchNegotiator{runtime.NewClientNegotiator(kruisescheme.Codecs.WithoutConversion(), gv)}
+	narrow, err := withNegotiator(rc, cfg, gv, "/apis", negotiator)
 	if err != nil {
 		return nil, fmt.Errorf("CRR client: %w", err)
 	}
-	codecs := kruisescheme.Codecs.WithoutConversion()
+	return crrWatchClientset{Interface: kruise, apps: kruiseappsv1alpha1.New(narrow)}, nil
+}
+
+// withNegotiator is a REST client for gv like rc, with the same HTTP client
+// and rate limiter (one connection, one QPS budget), whose content is
+// negotiated by negotiator: rc made again with another negotiator, as
+// rest.RESTClientForConfigAndClient makes it from cfg.
+func withNegotiator(rc *rest.RESTClient, cfg *rest.Config, gv schema.GroupVersion, apiPath string, negotiator runtime.ClientNegotiator) (*rest.RESTClient, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.GroupVersion, cfg.APIPath = &gv, apiPath
+	base, versionedPath, err := rest.DefaultServerUrlFor(cfg)
+	if err != nil {
+		return nil, err
+	}
 	content := rest.ClientContentConfig{
-		AcceptContentTypes: cfg.AcceptContentTypes, ContentType: cfg.ContentType, GroupVersion: gv,
-		Negotiator: crrWatchNegotiator{runtime.NewClientNegotiator(codecs, gv)},
+		AcceptContentTypes: cfg.AcceptContentTypes, ContentType: cfg.ContentType, GroupVersion: gv, Negotiator: negotiator,
 	}
 	client := rc.Client
 	if client == nil {
 		client = http.DefaultClient
 	}
-	// The same HTTP client and rate limiter: one connection, one QPS budget.
-	narrow, err := rest.NewRESTClient(base, versionedPath, content, rc.GetRateLimiter(), client)
-	if err != nil {
-		return nil, fmt.Errorf("CRR client: %w", err)
-	}
-	return crrWatchClientset{Interface: kruise, apps: kruiseappsv1alpha1.New(narrow)}, nil
+	return rest.NewRESTClient(base, versionedPath, content, rc.GetRateLimiter(), client)
 }
 
 // crrWatchClientset is a kruise clientset whose apps/v1alpha1 client

@@ -22,6 +22,10 @@ import (
 // client-go's TransformFunc; a live read's pod is the reader's own), and a
 // copy cost the burst a ninth of the controller's allocations (e2e/bench's
 // profile). A caller that keeps the whole pod passes a DeepCopy.
+//
+// The pod watch decodes only the fields read here (podwatch.go's
+// keptPodFields): a field read here must be named there too, and
+// TestThePodWatchDecodesWhatTheCacheKeepsAsClientGoDoes fails until it is.
 func TrimPod(obj any) (any, error) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
