@@ -35,7 +35,9 @@ func filledPods(t testing.TB, n int) []corev1.Pod {
 	t.Helper()
 	f := randfill.NewWithSeed(41).NilChance(0).NumElements(1, 2).Funcs(
 		func(x *intstr.IntOrString, c randfill.Continue) { *x = intstr.FromInt32(c.Int31()) },
-		func(x *resource.Quantity, c randfill.Continue) { *x = *resource.NewQuantity(c.Int63n(1<<20), resource.DecimalSI) },
+		func(x *resource.Quantity, c randfill.Continue) {
+			*x = *resource.NewQuantity(c.Int63n(1<<20), resource.DecimalSI)
+		},
 		func(x *metav1.Time, c randfill.Continue) { *x = metav1.NewTime(time.Unix(c.Int63n(1<<32), 0)) },
 		func(x *metav1.FieldsV1, c randfill.Continue) { x.Raw = []byte(`{"f:spec":{"f:containers":{}}}`) },
 	)
