@@ -41,7 +41,11 @@ func WithCRRWatchDecoder(kruise kruiseclient.Interface, cfg *rest.Config) (kruis
 		return kruise, nil
 	}
 	gv := kruisev1alpha1.SchemeGroupVersion
-	negotiator := crrWatchNegotiator{runtime.NewClientNegotiator(kruisescheme.Codecs.WithoutConversion(), gv)}
+	negotiator := watchNegotiator{ClientNegotiator: runtime.NewClientNegotiator(kruisescheme.Codecs.WithoutConversion(), gv),
+		contentType: runtime.ContentTypeJSON,
+		decoders: func(objects runtime.Decoder, events runtime.Serializer) (runtime.Decoder, runtime.Serializer) {
+			return crrDecoder{objects}, watchEventDecoder{events}
+		}}
 	narrow, err := withNegotiator(rc, cfg, gv, "/apis", negotiator)
 	if err != nil {
 		return nil, fmt.Errorf("CRR client: %w", err)
@@ -79,16 +83,25 @@ type crrWatchClientset struct {
 
 func (c crrWatchClientset) AppsV1alpha1() kruiseappsv1alpha1.AppsV1alpha1Interface { return c.apps }
 
-// crrWatchNegotiator is client-go's negotiator but for the decoders of a
-// JSON watch stream.
-type crrWatchNegotiator struct{ runtime.ClientNegotiator }
+// watchNegotiator is client-go's negotiator but for the decoders of a
+// watch stream in one content type: decoders gives them, from client-go's
+// own. An empty content type is client-go's first, JSON.
+type watchNegotiator struct {
+	runtime.ClientNegotiator
+	contentType string
+	decoders    func(objects runtime.Decoder, events runtime.Serializer) (runtime.Decoder, runtime.Serializer)
+}
 
-func (n crrWatchNegotiator) StreamDecoder(contentType string, params map[string]string) (runtime.Decoder, runtime.Serializer, runtime.Framer, error) {
+func (n watchNegotiator) StreamDecoder(contentType string, params map[string]string) (runtime.Decoder, runtime.Serializer, runtime.Framer, error) {
 	objects, events, framer, err := n.ClientNegotiator.StreamDecoder(contentType, params)
-	if err != nil || (contentType != runtime.ContentTypeJSON && contentType != "") {
+	if contentType == "" {
+		contentType = runtime.ContentTypeJSON
+	}
+	if err != nil || contentType != n.contentType {
 		return objects, events, framer, err
 	}
-	return crrDecoder{objects}, watchEventDecoder{events}, framer, nil
+	objects, events = n.decoders(objects, events)
+	return objects, events, framer, nil
 }
 
 // watchEventDecoder decodes a watch event's frame into the

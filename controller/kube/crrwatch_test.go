@@ -64,15 +64,29 @@ func watchFrames(t testing.TB, events []watch.Event) []byte {
 	return b.Bytes()
 }
 
-// serveWatch answers a watch with the stream and any other GET with body.
+// serveWatch answers a watch with the stream and any other GET with body,
+// in JSON.
 func serveWatch(t testing.TB, stream, body []byte) *rest.Config {
+	return serveIn(t, runtime.ContentTypeJSON, stream, body)
+}
+
+// serveIn answers a watch with the stream and any other GET with body, in
+// mediaType, whose watch streams it names as the API server does (a
+// stream=watch parameter on all but JSON's: apiserver's
+// endpoints/handlers/watch.go).
+func serveIn(t testing.TB, mediaType string, stream, body []byte) *rest.Config {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
 		if r.URL.Query().Get("watch") == "true" {
+			streamType := mediaType
+			if mediaType != runtime.ContentTypeJSON {
+				streamType += ";stream=watch"
+			}
+			w.Header().Set("Content-Type", streamType)
 			_, _ = w.Write(stream)
 			return
 		}
+		w.Header().Set("Content-Type", mediaType)
 		_, _ = w.Write(body)
 	}))
 	t.Cleanup(srv.Close)
@@ -96,6 +110,12 @@ func bothClients(t testing.TB, cfg *rest.Config) (standard, ours kruiseclient.In
 func collect(t testing.TB, kruise kruiseclient.Interface) []watch.Event {
 	t.Helper()
 	w, err := kruise.AppsV1alpha1().ContainerRecreateRequests("").Watch(context.Background(), metav1.ListOptions{})
+	return drain(t, w, err)
+}
+
+// drain is every event of a watch, until the server ends it.
+func drain(t testing.TB, w watch.Interface, err error) []watch.Event {
+	t.Helper()
 	if err != nil {
 		t.Fatal(err)
 	}

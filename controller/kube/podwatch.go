@@ -50,7 +50,11 @@ func WithPodWatchDecoder(kube kubernetes.Interface, cfg *rest.Config) (kubernete
 	}
 	gv := corev1.SchemeGroupVersion
 	codecs := rest.CodecFactoryForGeneratedClient(scheme.Scheme, scheme.Codecs).WithoutConversion()
-	negotiator := podWatchNegotiator{runtime.NewClientNegotiator(codecs, gv)}
+	negotiator := watchNegotiator{ClientNegotiator: runtime.NewClientNegotiator(codecs, gv),
+		contentType: runtime.ContentTypeProtobuf,
+		decoders: func(objects runtime.Decoder, events runtime.Serializer) (runtime.Decoder, runtime.Serializer) {
+			return podDecoder{full: objects, fields: keptPodFields}, protoWatchEventDecoder{events}
+		}}
 	core, err := withNegotiator(rc, cfg, gv, "/api", negotiator)
 	if err != nil {
 		return nil, fmt.Errorf("core client: %w", err)
@@ -66,18 +70,6 @@ type podWatchClientset struct {
 }
 
 func (c podWatchClientset) CoreV1() corev1client.CoreV1Interface { return c.core }
-
-// podWatchNegotiator is client-go's negotiator but for the decoders of a
-// protobuf watch stream.
-type podWatchNegotiator struct{ runtime.ClientNegotiator }
-
-func (n podWatchNegotiator) StreamDecoder(contentType string, params map[string]string) (runtime.Decoder, runtime.Serializer, runtime.Framer, error) {
-	objects, events, framer, err := n.ClientNegotiator.StreamDecoder(contentType, params)
-	if err != nil || contentType != runtime.ContentTypeProtobuf {
-		return objects, events, framer, err
-	}
-	return podDecoder{full: objects, fields: keptPodFields}, protoWatchEventDecoder{events}, framer, nil
-}
 
 // protoWatchEventDecoder decodes a protobuf watch event's frame into the
 // metav1.WatchEvent it is asked for, with the object's bytes left in the

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"reflect"
 	"sort"
 	"testing"
@@ -84,23 +83,6 @@ func protoWatchFrames(t testing.TB, events []watch.Event) []byte {
 	return b.Bytes()
 }
 
-// serveProtoWatch answers a watch with the stream and any other GET with
-// body, in protobuf.
-func serveProtoWatch(t testing.TB, stream, body []byte) *rest.Config {
-	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Query().Get("watch") == "true" {
-			w.Header().Set("Content-Type", runtime.ContentTypeProtobuf+";stream=watch")
-			_, _ = w.Write(stream)
-			return
-		}
-		w.Header().Set("Content-Type", runtime.ContentTypeProtobuf)
-		_, _ = w.Write(body)
-	}))
-	t.Cleanup(srv.Close)
-	return &rest.Config{Host: srv.URL}
-}
-
 // bothKubeClients are a clientset as client-go makes it, and the same
 // with WithPodWatchDecoder.
 func bothKubeClients(t testing.TB, cfg *rest.Config) (standard, ours kubernetes.Interface) {
@@ -118,15 +100,7 @@ func bothKubeClients(t testing.TB, cfg *rest.Config) (standard, ours kubernetes.
 func collectPods(t testing.TB, kube kubernetes.Interface) []watch.Event {
 	t.Helper()
 	w, err := kube.CoreV1().Pods("").Watch(context.Background(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
-	var got []watch.Event
-	for e := range w.ResultChan() {
-		got = append(got, e)
-	}
-	return got
+	return drain(t, w, err)
 }
 
 // cached is what the pod cache holds of a pod (CachePod).
@@ -158,7 +132,7 @@ func TestThePodWatchDecodesWhatTheCacheKeepsAsClientGoDoes(t *testing.T) {
 		{Type: watch.Modified, Object: node}, {Type: watch.Modified, Object: &pods[3]},
 		{Type: watch.Error, Object: gone},
 	}
-	standard, ours := bothKubeClients(t, serveProtoWatch(t, protoWatchFrames(t, events), nil))
+	standard, ours := bothKubeClients(t, serveIn(t, runtime.ContentTypeProtobuf, protoWatchFrames(t, events), nil))
 	want, got := collectPods(t, standard), collectPods(t, ours)
 	if len(want) != len(events) || len(got) != len(events) {
 		t.Fatalf("client-go decoded %d events, ours %d; %d were sent", len(want), len(got), len(events))
@@ -268,7 +242,7 @@ func TestThePodClientDecodesAllButWatchesAsClientGoDoes(t *testing.T) {
 	if err := protobuf.NewSerializer(scheme.Scheme, scheme.Scheme).Encode(&list, &body); err != nil {
 		t.Fatal(err)
 	}
-	standard, ours := bothKubeClients(t, serveProtoWatch(t, nil, body.Bytes()))
+	standard, ours := bothKubeClients(t, serveIn(t, runtime.ContentTypeProtobuf, nil, body.Bytes()))
 	want, err := standard.CoreV1().Pods("").List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -300,7 +274,7 @@ func BenchmarkPodWatchDecode(b *testing.B) {
 	stream := protoWatchFrames(b, events)
 	for _, side := range []string{"client-go", "ours"} {
 		b.Run(side, func(b *testing.B) {
-			kube, ours := bothKubeClients(b, serveProtoWatch(b, stream, nil))
+			kube, ours := bothKubeClients(b, serveIn(b, runtime.ContentTypeProtobuf, stream, nil))
 			if side == "ours" {
 				kube = ours
 			}
