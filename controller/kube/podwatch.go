@@ -38,8 +38,9 @@ import (
 // event, another kind), and any bytes it cannot read, go to client-go's
 // decoder, as do lists, gets and writes.
 // TestThePodWatchDecodesWhatTheCacheKeepsAsClientGoDoes holds what the
-// cache keeps of each pod equal to client-go's decoding, and fails when
-// any one kept field is dropped.
+// cache keeps of each pod equal to client-go's decoding, and
+// TestEachFieldThePodWatchKeepsIsOneTheCacheNeeds holds that dropping any
+// one kept field changes it.
 
 // WithPodWatchDecoder is kube with its core/v1 client's protobuf watches
 // decoded as above; cfg is the configuration kube was made from.
